@@ -1,0 +1,183 @@
+"""Fact paths and declarative conditions: flattening, three-valued evaluation, wording.
+
+Generic: nothing here knows what a GPU is. A fact is a dotted path with a value; a condition
+is ``fact op value``; evaluating it gives True, False or None (the fact is unknown).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Iterable
+
+from engine.knowledge import AnyOf, Clause, Condition, Knowledge
+
+#: summaries exposed for every numeric list fact, as ``<path>.<name>``
+SUMMARIES = ("mean", "min", "max", "p50", "p90", "first", "last", "count", "growth")
+
+
+def _percentile(sorted_vals: list[float], q: float) -> float:
+    # nearest-rank on the sorted finite values; simple and stable for small sample counts
+    idx = min(len(sorted_vals) - 1, max(0, math.ceil(q * len(sorted_vals)) - 1))
+    return sorted_vals[idx]
+
+
+def _summaries(path: str, values: list[float], out: dict[str, Any]) -> None:
+    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    out[f"{path}.count"] = len(values)
+    out[f"{path}.nonfinite"] = len(values) - len(finite)
+    if not finite:
+        return
+    s = sorted(finite)
+    out[f"{path}.mean"] = sum(finite) / len(finite)
+    out[f"{path}.min"] = s[0]
+    out[f"{path}.max"] = s[-1]
+    out[f"{path}.p50"] = _percentile(s, 0.5)
+    out[f"{path}.p90"] = _percentile(s, 0.9)
+    out[f"{path}.first"] = finite[0]
+    out[f"{path}.last"] = finite[-1]
+    out[f"{path}.growth"] = finite[-1] - finite[0]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Turn a nested facts document into ``{dotted.path: value}``.
+
+    Empty lists, empty dicts and ``None`` are unknown facts and are left out. Numeric lists get
+    summaries; lists of mappings are kept whole (their path holds the list).
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if value is None or value == [] or value == {}:
+            continue
+        if isinstance(value, dict):
+            out.update(flatten(value, path + "."))
+        elif isinstance(value, list) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
+            out[path] = list(value)
+            _summaries(path, value, out)
+        else:
+            out[path] = value
+    return out
+
+
+_CMP = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def resolve_value(cond: Condition, kn: Knowledge, overrides: dict[str, float] | None) -> Any:
+    """The comparison value, with ``$threshold`` references replaced by numbers."""
+    v = cond.value
+    if isinstance(v, str) and v.startswith("$"):
+        return kn.threshold_value(v[1:], overrides)
+    return v
+
+
+def test(op: str, actual: Any, expected: Any) -> bool:
+    """Apply ``op`` to a known fact value. Type mismatches are simply False."""
+    try:
+        if op in _CMP:
+            if isinstance(actual, bool) or not isinstance(actual, (int, float)):
+                return False
+            return bool(_CMP[op](actual, expected))
+        if op == "==":
+            return actual == expected
+        if op == "!=":
+            return actual != expected
+        if op == "in":
+            return actual in expected
+        if op == "contains":
+            if isinstance(actual, str):
+                return str(expected).lower() in actual.lower()
+            if isinstance(actual, (list, tuple)):
+                return any(
+                    (str(expected).lower() in a.lower()) if isinstance(a, str) else a == expected
+                    for a in actual
+                )
+            return False
+    except TypeError:
+        return False
+    raise ValueError(f"unknown operator {op!r}")
+
+
+def evaluate(cond: Condition, facts: dict[str, Any], kn: Knowledge,
+             overrides: dict[str, float] | None = None) -> bool | None:
+    """Three-valued: True, False, or None when the fact is unknown."""
+    present = cond.fact in facts
+    if cond.op == "exists":
+        return present
+    if cond.op == "missing":
+        return not present
+    if not present:
+        return None
+    return test(cond.op, facts[cond.fact], resolve_value(cond, kn, overrides))
+
+
+def evaluate_clause(clause: Clause, facts: dict[str, Any], kn: Knowledge,
+                    overrides: dict[str, float] | None = None) -> bool | None:
+    if isinstance(clause, AnyOf):
+        results = [evaluate(c, facts, kn, overrides) for c in clause.any]
+        if any(r is True for r in results):
+            return True
+        if all(r is False for r in results):
+            return False
+        return None
+    return evaluate(clause, facts, kn, overrides)
+
+
+_OP_WORDS = {
+    "en": {"<": "below", "<=": "at most", ">": "above", ">=": "at least", "==": "is",
+           "!=": "is not", "in": "is one of", "contains": "contains", "exists": "is known",
+           "missing": "is not known"},
+    "zh": {"<": "低于", "<=": "不超过", ">": "高于", ">=": "不低于", "==": "为", "!=": "不为",
+           "in": "属于", "contains": "包含", "exists": "已知", "missing": "未知"},
+}
+
+
+def fmt_value(value: Any, unit: str = "") -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Inf" if value > 0 else "-Inf"
+        text = f"{value:.4g}" if abs(value) < 1e6 else f"{value:.3e}"
+    elif isinstance(value, list):
+        shown = [fmt_value(v) for v in value[:8]]
+        text = "[" + ", ".join(shown) + (", …" if len(value) > 8 else "") + "]"
+    else:
+        text = str(value)
+    if unit and unit not in ("fraction",):
+        return f"{text} {unit}" if unit not in ("%", "x") else f"{text}{unit}"
+    return text
+
+
+def describe(cond: Condition, kn: Knowledge, lang: str, units: dict[str, str],
+             overrides: dict[str, float] | None = None) -> str:
+    """Human wording of a condition, e.g. ``gpu.utilization_samples.mean below 70%``."""
+    if cond.text is not None:
+        text = cond.text.get(lang)
+        if "{value}" in text:
+            text = text.replace("{value}", fmt_value(resolve_value(cond, kn, overrides)))
+        return text
+    words = _OP_WORDS["zh" if lang == "zh" else "en"][cond.op]
+    if cond.op in ("exists", "missing"):
+        return f"{cond.fact} {words}"
+    value = resolve_value(cond, kn, overrides)
+    return f"{cond.fact} {words} {fmt_value(value, units.get(base_path(cond.fact), ''))}"
+
+
+def base_path(path: str) -> str:
+    """``gpu.utilization_samples.mean`` -> ``gpu.utilization_samples``."""
+    head, _, tail = path.rpartition(".")
+    if tail in SUMMARIES or tail == "nonfinite":
+        return head
+    return path
+
+
+def clause_conditions(clauses: Iterable[Clause]) -> list[Condition]:
+    out: list[Condition] = []
+    for cl in clauses:
+        out.extend(cl.any if isinstance(cl, AnyOf) else [cl])
+    return out

@@ -1,0 +1,404 @@
+"""Knowledge files: their schema (pydantic) and the loader that discovers and validates them.
+
+Layout of a knowledge directory (``graphs/``)::
+
+    branches/<branch>.yaml      one decision graph per symptom branch
+    <branch>/<cause>.yaml       one cause per file; its id is ``<branch>.<cause>``
+    checks/<name>.yaml          commands that produce facts (the SOP's tools), any number of files
+    thresholds/<name>.yaml      every number a condition compares against, with its source
+    references.yaml             the reference index (groups and entries)
+    sop.yaml                    the agent SOP: triggers, steps, hard rules, output contract
+    report.yaml                 report wording (conclusion sentences, headings)
+
+The loader globs these paths (no registry), validates every file with the models below and
+reports every problem with its file and entry. It knows nothing about the rule engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.errors import KnowledgeError
+
+try:  # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "contains"]
+Severity = Literal["fix_now", "tune", "investigate", "watch"]
+SEVERITY_ORDER: dict[str, int] = {"fix_now": 0, "tune": 1, "investigate": 2, "watch": 3}
+NodeKind = Literal["start", "question", "problem", "optimisable", "fixed", "tool"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Text(_Model):
+    """A text in both product languages."""
+
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+
+class WordList(_Model):
+    en: list[str] = Field(default_factory=list)
+    zh: list[str] = Field(default_factory=list)
+
+
+class Condition(_Model):
+    """One declarative test on a fact: ``fact op value``.
+
+    ``value`` may name a threshold as ``"$<threshold id>"``. ``text`` overrides the generated
+    human wording.
+    """
+
+    fact: str = Field(pattern=r"^[a-z_][a-z0-9_]*(\.[A-Za-z0-9_]+)*$")
+    op: Op
+    value: Any = None
+    text: Text | None = None
+
+    @model_validator(mode="after")
+    def _value_matches_op(self) -> "Condition":
+        if self.op in ("exists", "missing"):
+            if self.value is not None:
+                raise ValueError(f"op '{self.op}' takes no value")
+        elif self.value is None:
+            raise ValueError(f"op '{self.op}' needs a value")
+        if self.op == "in" and not isinstance(self.value, list):
+            raise ValueError("op 'in' needs a list value")
+        return self
+
+
+class AnyOf(_Model):
+    """Holds when at least one of its conditions holds."""
+
+    any: list[Condition] = Field(min_length=2)
+
+
+Clause = Union[Condition, AnyOf]
+
+
+class Fix(_Model):
+    """One remedy: words, the exact command or setting, and the references that back it."""
+
+    text: Text
+    command: str = Field(min_length=1)
+    refs: list[str] = Field(min_length=1)
+
+
+class Verification(_Model):
+    """What to measure after the fix, and the change that shows it worked."""
+
+    text: Text
+    command: str = Field(min_length=1)
+    expect: Condition
+
+
+class Examples(_Model):
+    fire: list[dict[str, Any]] = Field(min_length=1)
+    no_fire: list[dict[str, Any]] = Field(min_length=1)
+
+
+class Cause(_Model):
+    """A root cause: when it holds, what to do, how to verify, what backs it."""
+
+    id: str = Field(pattern=r"^[a-z_]+\.[a-z0-9_]+$")
+    branch: str
+    title: Text
+    symptom: Text
+    why: Text
+    severity: Severity
+    seed: str = Field(description="seed section it comes from, or 'beyond-seed'")
+    priority: int = 0
+    conditions: list[Clause] = Field(min_length=1)
+    supporting: list[Clause] = Field(default_factory=list)
+    fixes: list[Fix] = Field(min_length=1)
+    verify: list[Verification] = Field(min_length=1)
+    references: list[str] = Field(min_length=1)
+    examples: Examples
+
+    @model_validator(mode="after")
+    def _branch_prefix(self) -> "Cause":
+        if self.id.split(".")[0] != self.branch:
+            raise ValueError(f"id '{self.id}' does not start with its branch '{self.branch}'")
+        return self
+
+
+class Node(_Model):
+    """A node of a branch's decision graph."""
+
+    id: str
+    kind: NodeKind
+    label: Text
+    check: str | None = None
+
+
+class Edge(_Model):
+    """A decision-graph edge. Edges out of a question carry ``answer`` and ``when``."""
+
+    source: str = Field(alias="from")
+    target: str = Field(alias="to")
+    label: Text | None = None
+    answer: str | None = None
+    when: list[Clause] = Field(default_factory=list)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class BranchGraph(_Model):
+    """One symptom branch: its vocabulary, entry conditions and decision graph."""
+
+    id: str
+    title: Text
+    symptom: Text
+    seed: str
+    overview_kind: NodeKind = "problem"
+    words: WordList
+    entry: list[Condition] = Field(default_factory=list)
+    first_tools: list[str] = Field(min_length=1)
+    nodes: list[Node] = Field(min_length=1)
+    edges: list[Edge] = Field(min_length=1)
+
+
+class Check(_Model):
+    """A command that produces facts: one of the SOP's tools."""
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    title: Text
+    command: str = Field(min_length=1)
+    look_for: Text
+    produces: list[str] = Field(min_length=1)
+    cost: int = Field(ge=1, le=10, description="1 = seconds and harmless; 10 = a rerun")
+    health_check: bool = False
+    branches: list[str] = Field(default_factory=list)
+    refs: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Threshold(_Model):
+    """A number used by conditions, with its unit and where it comes from."""
+
+    id: str
+    value: float
+    unit: str = ""
+    source: str
+    text: Text
+
+
+class RefGroup(_Model):
+    id: str
+    title: Text
+
+
+class Reference(_Model):
+    """An authoritative page a fix cites."""
+
+    id: str
+    group: str
+    title: str
+    url: str = Field(pattern=r"^https://")
+    seed: bool = False
+    about: Text
+    verified: bool = True
+    confirmed_by: str | None = None
+    note: str | None = None
+
+
+class References(_Model):
+    groups: list[RefGroup] = Field(min_length=1)
+    references: list[Reference] = Field(min_length=1)
+
+
+class Knowledge(_Model):
+    """The whole validated knowledge base. Built by :func:`load`, never by hand."""
+
+    root: str
+    digest: str
+    branches: dict[str, BranchGraph]
+    causes: dict[str, Cause]
+    checks: dict[str, Check]
+    thresholds: dict[str, Threshold]
+    references: dict[str, Reference]
+    ref_groups: dict[str, RefGroup]
+    sop: dict[str, Any]
+    report_text: dict[str, Any]
+
+    def threshold_value(self, name: str, overrides: dict[str, float] | None = None) -> float:
+        if overrides and name in overrides:
+            return overrides[name]
+        return self.thresholds[name].value
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        with path.open("rb") as fh:
+            return yaml.load(fh, Loader=_Loader)  # noqa: S506 - Loader is a SafeLoader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise KnowledgeError(where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    except OSError as exc:
+        raise KnowledgeError(str(path), f"cannot read ({exc.strerror})") from None
+
+
+def _errors(place: str, exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        out.append(f"{place}{(' ' + loc) if loc else ''}: {err['msg']}")
+    return out
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("."))
+
+
+def _digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in _files(root):
+        st = p.stat()
+        h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()[:20]
+
+
+def _cache_path(digest: str) -> Path | None:
+    base = os.environ.get("KB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kb"
+    )
+    if os.environ.get("KB_NO_CACHE"):
+        return None
+    return Path(base) / f"knowledge-{digest}.pickle"
+
+
+def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
+    """Load and validate every knowledge file under ``root``.
+
+    Raises :class:`KnowledgeError` listing every problem (file and entry) at once. A validated
+    knowledge base is cached (pickle, keyed by file names, sizes and mtimes) because parsing and
+    validating YAML is most of a cold start.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise KnowledgeError(str(root), "knowledge directory not found")
+    digest = _digest(root)
+    cache = _cache_path(digest) if use_cache else None
+    if cache is not None and cache.is_file():
+        try:
+            with cache.open("rb") as fh:
+                kn = pickle.load(fh)  # noqa: S301 - our own cache file, keyed by content stamp
+            if isinstance(kn, Knowledge) and kn.root == str(root):
+                return kn
+        except Exception:  # a stale or foreign cache is just ignored  # noqa: BLE001
+            pass
+    kn = _load_uncached(root, digest)
+    if cache is not None:
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump(kn, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, cache)
+        except OSError:  # a read-only home is fine: we just do not cache
+            pass
+    return kn
+
+
+def _load_uncached(root: Path, digest: str) -> Knowledge:
+    problems: list[str] = []
+
+    def model(cls: type[BaseModel], data: Any, place: str) -> Any:
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems.extend(_errors(place, exc))
+            return None
+
+    branches: dict[str, BranchGraph] = {}
+    for path in sorted((root / "branches").glob("*.yaml")):
+        b = model(BranchGraph, _read_yaml(path), str(path))
+        if b is None:
+            continue
+        if b.id != path.stem:
+            problems.append(f"{path} id: '{b.id}' must equal the file name '{path.stem}'")
+        branches[b.id] = b
+
+    causes: dict[str, Cause] = {}
+    seen_at: dict[str, Path] = {}
+    for path in _files(root):
+        rel = path.relative_to(root)
+        if len(rel.parts) != 2 or rel.parts[0] not in branches:
+            continue
+        c = model(Cause, _read_yaml(path), str(path))
+        if c is None:
+            continue
+        expected = f"{rel.parts[0]}.{path.stem}"
+        if c.id != expected:
+            problems.append(f"{path} id: '{c.id}' must equal its path '{expected}'")
+        if c.id in seen_at:
+            problems.append(f"{path} id: duplicate cause id '{c.id}' (also in {seen_at[c.id]})")
+        seen_at[c.id] = path
+        causes[c.id] = c
+
+    def keyed(paths: list[Path], cls: type[BaseModel], key: str) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        where: dict[str, Path] = {}
+        if not paths:
+            problems.append(f"{root}: no file holds '{key}'")
+        for path in paths:
+            data = _read_yaml(path)
+            if not isinstance(data, dict) or not isinstance(data.get(key), list):
+                problems.append(f"{path}: expected a mapping with a list '{key}'")
+                continue
+            for i, entry in enumerate(data[key]):
+                label = entry.get("id", i) if isinstance(entry, dict) else i
+                m = model(cls, entry, f"{path} {key}[{label}]")
+                if m is None:
+                    continue
+                if m.id in out:
+                    problems.append(f"{path} {key}[{label}]: duplicate id '{m.id}' "
+                                    f"(also in {where[m.id]})")
+                out[m.id] = m
+                where[m.id] = path
+        return out
+
+    checks = keyed(sorted((root / "checks").glob("*.yaml")), Check, "checks")
+    thresholds = keyed(sorted((root / "thresholds").glob("*.yaml")), Threshold, "thresholds")
+    refs_file = [root / "references.yaml"] if (root / "references.yaml").exists() else []
+    ref_groups = keyed(refs_file, RefGroup, "groups")
+    references = keyed(refs_file, Reference, "references")
+    sop = _read_yaml(root / "sop.yaml") if (root / "sop.yaml").exists() else None
+    report_text = _read_yaml(root / "report.yaml") if (root / "report.yaml").exists() else None
+    if not isinstance(sop, dict):
+        problems.append(f"{root / 'sop.yaml'}: expected a mapping")
+        sop = {}
+    if not isinstance(report_text, dict):
+        problems.append(f"{root / 'report.yaml'}: expected a mapping")
+        report_text = {}
+    if problems:
+        raise KnowledgeError(str(root), f"{len(problems)} problem(s) in the knowledge files",
+                             problems=problems)
+    return Knowledge(
+        root=str(root), digest=digest, branches=branches, causes=dict(sorted(causes.items())),
+        checks=checks, thresholds=thresholds, references=references, ref_groups=ref_groups,
+        sop=sop, report_text=report_text,
+    )
+
+
+def iter_conditions(clauses: list[Clause]) -> list[Condition]:
+    """Flatten clauses (conditions and any-of groups) into their conditions."""
+    out: list[Condition] = []
+    for cl in clauses:
+        out.extend(cl.any if isinstance(cl, AnyOf) else [cl])
+    return out

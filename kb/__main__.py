@@ -1,0 +1,3 @@
+from kb.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The `kb` command line: one typer app, one module per command group."""

@@ -1,0 +1,24 @@
+"""The typer application. Every command is registered here, explicitly, in help order."""
+
+from __future__ import annotations
+
+import typer
+
+from kb.cli import diagnose_cmd, knowledge_cmd
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="kb: why is my GPU training or LLM inference slow or broken, and what do I do about it.",
+    pretty_exceptions_enable=False,
+)
+
+app.command("diagnose")(diagnose_cmd.diagnose)
+app.command("validate")(knowledge_cmd.validate)
+app.command("schema")(knowledge_cmd.schema)
+# -- commands of other modules are registered below (one line each) --
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,233 @@
+"""torch.compile / TorchDynamo logs: ``TORCH_LOGS=graph_breaks,recompiles`` (2023 logger form,
+2.3+ glog form, 2.7+ structured graph breaks), the cache/recompile-limit warning and
+``torch._dynamo.explain()`` output (2.1+ and the pre-2.1 string).
+
+Graph breaks are counted by category (``GRAPH_BREAK_CATEGORIES``) from their reason text;
+recompilations by the kind of their first guard failure (shape, dtype, other).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from kb.parsers.base import ParseResult, strip_ansi, trim
+
+NAME = "torch_compile"
+
+GRAPH_BREAK_CATEGORIES: tuple[str, ...] = (
+    "print", "host_sync", "control_flow", "shape_control_flow", "unsupported", "other",
+)
+RECOMPILE_CATEGORIES: tuple[str, ...] = ("shape", "dtype", "other")
+
+# (category, pattern on the lower-cased reason); the first match wins
+_BREAK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("print", re.compile(r"\bprint\b|\blogging\b|\blogger\b|builtinvariable\(print\)")),
+    ("host_sync", re.compile(
+        r"\.item\(\)|tensor\.item|\bitem\b|tolist|\.cpu\(\)|\bcpu\b|\.numpy\(\)|\bnumpy\b"
+        r"|data[- ]dependent output|_local_scalar_dense|dynamic shape operator"
+    )),
+    ("shape_control_flow", re.compile(r"\.shape\b|\bshape\b|size\(\)|\.size\b|symnode|symbolic|symint|sym_size")),
+    ("control_flow", re.compile(
+        r"data[- ]dependent (?:jump|branch|control)|generic_jump|\bjump\b|try/except|try_except|setup_finally"
+        r"|context manager|branching|pop_jump|if statement"
+    )),
+    ("other", re.compile(r"graph_break\(\)|graph_break in skip_files|user-inserted|call_function graph_break")),
+    ("unsupported", re.compile(
+        r"unsupported|not supported|marked as skipped|skip_files|skipfiles|call_function|call_method"
+        r"|does not know how|not implemented|cannot trace|inline"
+    )),
+)
+
+_STRUCTURED = re.compile(r"Graph break(?: \([^)]*\))? in user code at")
+_OLD_BREAK = re.compile(r"Graph break:(.*?)(?:\s*from user code at:?\s*$|\s*$)")
+_BREAK_REASON = re.compile(r"Graph Break Reason: (.*)")
+_UNSUPPORTED_EXC = re.compile(r"torch\._dynamo\.exc\.(?:Unsupported|UserError): (.*)")
+_RECOMPILE = re.compile(r"Recompiling function (\S+) in")
+_GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
+_TUPLE_GUARD = re.compile(r"triggered by the following guard failure\S*: (.*)")
+_LIMIT = re.compile(
+    r"hit config\.(cache_size_limit|recompile_limit|accumulated_\w+) \((\d+)\)|hit recompilation cache limit"
+)
+_FULLGRAPH_LIMIT = re.compile(r"recompile_limit reached with fullgraph=True")
+_EXPLAIN_COUNT = re.compile(r"^\s*Graph Break Count: (\d+)")
+_EXPLAIN_REASON = re.compile(r"^\s+Reason: (.*)")
+_OLD_EXPLAIN = re.compile(r"Dynamo produced (\d+) graphs,? ?with (\d+) graph break")
+_OLD_EXPLAIN_ITEM = re.compile(r"^\s*\d+\. (.+)")
+# glog (2.3+) and logger (2.0-2.2) prefixes, plus the frame/compile id and artifact tags
+_PREFIX = re.compile(
+    r"^(?:\[[^\]]*\] )?(?:\[rank\d+\]:)?(?:[VIWEDF]\d{4} [\d:.]+ \d+ \S+:\d+\] "
+    r"|\[[\d\- :,.]+\] torch\._dynamo\.[\w.]+?: \[\w+\] )?(?:\[\d+/\d+(?:_\d+)?\] )?(?:\[__\w+\] ?)?"
+)
+
+
+def categorize_break(reason: str) -> str:
+    """Category of one graph-break reason text (see ``GRAPH_BREAK_CATEGORIES``)."""
+    text = reason.lower()
+    for category, pattern in _BREAK_RULES:
+        if pattern.search(text):
+            return category
+    return "other"
+
+
+def categorize_guard(guard: str) -> str:
+    """Kind of one recompilation guard failure: shape, dtype or other."""
+    text = guard.lower()
+    if "dtype mismatch" in text or "dtype" in text:
+        return "dtype"
+    if re.search(r"size mismatch|stride mismatch|\.size\(|\bshape\b|sizes\(\)", text):
+        return "shape"
+    return "other"
+
+
+class CompileScanner:
+    """Line-by-line state machine; also used by the training-log parser for mixed logs."""
+
+    def __init__(self) -> None:
+        self.breaks: Counter[str] = Counter()
+        self.pending_reason: str | None = None  # reason of the break being read ("" = unknown yet)
+        self.explain_count: int | None = None
+        self.in_explain = False
+        self.in_old_explain = False
+        self.recompiles = 0
+        self.recompile_reasons: Counter[str] = Counter()
+        self.pending_recompile = False
+        self.cache_limit_hit = False
+        self.fullgraph = False
+        self.seen = False
+
+    def _close_break(self) -> None:
+        if self.pending_reason is not None:
+            self.breaks[categorize_break(self.pending_reason)] += 1
+            self.pending_reason = None
+
+    def _close_recompile(self) -> None:
+        if self.pending_recompile:
+            self.recompile_reasons["other"] += 1
+            self.pending_recompile = False
+
+    def feed(self, raw: str) -> None:
+        """Consume one line."""
+        line = _PREFIX.sub("", strip_ansi(raw).rstrip("\r\n"), count=1)
+        if self.pending_recompile:
+            m = _GUARD.match(line)
+            if m:
+                self.recompile_reasons[categorize_guard(m.group(1))] += 1
+                self.pending_recompile = False
+                return
+            if "triggered by the following guard failure" in line:
+                return
+            self._close_recompile()
+        if _STRUCTURED.search(line):
+            self._close_break()
+            self.pending_reason = ""
+            self.seen = True
+            return
+        m = _BREAK_REASON.search(line)
+        if m and self.pending_reason is not None:
+            self.pending_reason = m.group(1)
+            self._close_break()
+            return
+        m = _OLD_BREAK.search(line)
+        if m and "Graph break:" in line:
+            self._close_break()
+            self.seen = True
+            self.pending_reason = m.group(1).strip()
+            if self.pending_reason:
+                self._close_break()
+            return
+        m = _UNSUPPORTED_EXC.search(line)
+        if m and self.pending_reason == "":
+            self.pending_reason = m.group(1)
+            self._close_break()
+            return
+        m = _RECOMPILE.search(line)
+        if m:
+            self.seen = True
+            self.recompiles += 1
+            g = _TUPLE_GUARD.search(line)
+            if g:
+                self.recompile_reasons[categorize_guard(g.group(1))] += 1
+            else:
+                self.pending_recompile = True
+            return
+        if _FULLGRAPH_LIMIT.search(line):
+            self.seen = self.cache_limit_hit = self.fullgraph = True
+            return
+        if _LIMIT.search(line):
+            self.seen = self.cache_limit_hit = True
+            return
+        m = _EXPLAIN_COUNT.match(line)
+        if m:
+            self.seen = True
+            self.explain_count = (self.explain_count or 0) + int(m.group(1))
+            return
+        if line.strip() == "Break Reasons:":
+            self.in_explain = True
+            return
+        if self.in_explain:
+            m = _EXPLAIN_REASON.match(line)
+            if m:
+                self.breaks[categorize_break(m.group(1))] += 1
+                return
+            if line and not line.startswith(" "):
+                self.in_explain = False
+            return
+        m = _OLD_EXPLAIN.search(line)
+        if m:
+            self.seen = True
+            self.explain_count = (self.explain_count or 0) + int(m.group(2))
+            self.in_old_explain = True
+            return
+        if self.in_old_explain:
+            m = _OLD_EXPLAIN_ITEM.match(line)
+            if m:
+                self.breaks[categorize_break(m.group(1))] += 1
+
+    def finish(self, facts: dict[str, Any]) -> None:
+        """Write ``compile.*`` facts for what was seen."""
+        self._close_break()
+        self._close_recompile()
+        if not self.seen and not self.breaks:
+            return
+        comp = facts.setdefault("compile", {})
+        counted = sum(self.breaks.values())
+        total = max(counted, self.explain_count or 0)
+        if total > counted:
+            self.breaks["other"] += total - counted
+        comp["graph_breaks"] = total
+        if self.breaks:
+            comp["graph_break_reasons"] = {k: self.breaks[k] for k in GRAPH_BREAK_CATEGORIES if self.breaks[k]}
+        comp["recompiles"] = self.recompiles
+        if self.recompile_reasons:
+            comp["recompile_reasons"] = {
+                k: self.recompile_reasons[k] for k in RECOMPILE_CATEGORIES if self.recompile_reasons[k]
+            }
+        if self.cache_limit_hit:
+            comp["cache_limit_hit"] = True
+        if self.fullgraph:
+            comp["fullgraph"] = True
+
+
+def sniff(head: str) -> bool:
+    """Dynamo log artifacts, limit warnings or explain() output."""
+    return bool(re.search(
+        r"\[__(graph_breaks|recompiles)\]|torch\._dynamo\.|Graph break|Recompiling function|"
+        r"^Graph Break Count: \d+|Dynamo produced \d+ graphs",
+        head, re.M,
+    ))
+
+
+def parse(lines: Iterable[str], source: str) -> ParseResult:
+    """Count graph breaks and recompilations with their reasons."""
+    res = ParseResult(format=NAME, source=source)
+    scanner = CompileScanner()
+    for line in lines:
+        scanner.feed(line)
+    scanner.finish(res.facts)
+    if not res.facts:
+        res.notes.append(f"{source}: no graph break, recompilation or limit message found")
+    res.facts = trim(res.facts)
+    return res

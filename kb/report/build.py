@@ -1,0 +1,171 @@
+"""Turn the engine's language-neutral diagnosis into a worded :class:`Report`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from engine.conditions import base_path, describe, fmt_value, resolve_value
+from engine.diagnosis import CauseResult, ConditionResult, Diagnosis
+from engine.facts import Facts
+from engine.knowledge import Condition, Knowledge
+from kb.report.model import (
+    Evidence, Finding, FixOut, Hypothesis, NextCheck, Ref, Report, RuledOut, VerifyOut,
+)
+from engine.facts import fact_units
+
+MAX_ROWS_EVIDENCE = 6
+
+
+def _json_safe(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return fmt_value(v)
+    if isinstance(v, (list, tuple)):
+        if len(v) > 16:  # long sample lists: the summaries carry the meaning
+            return [_json_safe(x) for x in v[:16]] + ["…"]
+        return [_json_safe(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _json_safe(x) for k, x in v.items()}
+    return v
+
+
+class ReportBuilder:
+    """Words a diagnosis in one language, from the knowledge's texts only."""
+
+    def __init__(self, kn: Knowledge, lang: str, overrides: dict[str, float] | None = None):
+        self.kn = kn
+        self.lang = lang
+        self.overrides = overrides or {}
+        self.units = fact_units()
+        self.rt = kn.report_text
+
+    def t(self, *keys: str) -> Any:
+        node: Any = self.rt
+        for k in keys:
+            node = node[k]
+        if isinstance(node, dict) and self.lang in node:
+            return node[self.lang]
+        return node
+
+    def ref(self, rid: str) -> Ref:
+        r = self.kn.references[rid]
+        return Ref(id=r.id, title=r.title, url=r.url)
+
+    def evidence_list(self, crs: list[ConditionResult], holds: bool | None = True) -> list[Evidence]:
+        """Evidence for conditions with ``holds``; derived facts show what derived them."""
+        out: list[Evidence] = []
+        for cr in crs:
+            if cr.holds is not holds or cr.fact.startswith("branch."):
+                continue
+            if cr.basis:
+                out.extend(self.evidence_list(cr.basis, True))
+            else:
+                out.append(self.evidence(cr))
+        seen: set[tuple[str, str]] = set()
+        uniq = []
+        for e in out:
+            if (e.fact, e.condition) not in seen:
+                seen.add((e.fact, e.condition))
+                uniq.append(e)
+        return uniq
+
+    def evidence(self, cr: ConditionResult) -> Evidence:
+        unit = self.units.get(base_path(cr.fact), "")
+        return Evidence(fact=cr.fact, value=_json_safe(cr.actual), unit=unit,
+                        condition=describe(cr.condition, self.kn, self.lang, self.units,
+                                           self.overrides),
+                        holds=cr.holds)
+
+    def expect_text(self, cond: Condition) -> str:
+        return describe(cond, self.kn, self.lang, self.units, self.overrides)
+
+    def finding(self, r: CauseResult) -> Finding:
+        c = self.kn.causes[r.cause_id]
+        ev = self.evidence_list(r.conditions) + self.evidence_list(r.supporting)
+        fixes = [FixOut(text=f.text.get(self.lang), command=f.command,
+                        references=[self.ref(x) for x in f.refs]) for f in c.fixes]
+        verify = [VerifyOut(text=v.text.get(self.lang), command=v.command,
+                            expect=self.expect_text(v.expect), fact=v.expect.fact, op=v.expect.op,
+                            value=resolve_value(v.expect, self.kn, self.overrides))
+                  for v in c.verify]
+        return Finding(cause_id=c.id, branch=c.branch, title=c.title.get(self.lang),
+                       symptom=c.symptom.get(self.lang), why=c.why.get(self.lang),
+                       confidence=r.confidence, severity=c.severity, evidence=ev, rules=r.rules,
+                       fixes=fixes, verify=verify, references=[self.ref(x) for x in c.references])
+
+    def _because(self, r: CauseResult) -> list[Evidence]:
+        """Why a cause is excluded: the failed conditions, or for a decision that went the
+        other way, the observed facts behind that other answer."""
+        out: list[Evidence] = []
+        for cr in r.conditions:
+            if cr.holds is not False:
+                continue
+            out.extend(self.evidence_list(cr.basis, True) if cr.basis else [self.evidence(cr)])
+        return out
+
+    def build(self, d: Diagnosis, facts: Facts, *, warnings: list[str],
+              inputs: dict[str, str], kb_version: str, conflicts: bool = False) -> Report:
+        findings = [self.finding(r) for r in d.confirmed]
+        hyps = [Hypothesis(cause_id=r.cause_id, branch=r.branch,
+                           title=self.kn.causes[r.cause_id].title.get(self.lang),
+                           confidence=r.confidence,
+                           holding=self.evidence_list(r.conditions),
+                           missing=r.missing) for r in d.hypotheses]
+        ruled = [RuledOut(cause_id=r.cause_id, branch=r.branch,
+                          title=self.kn.causes[r.cause_id].title.get(self.lang),
+                          because=self._because(r))
+                 for r in d.ruled_out]
+        checks = []
+        for s in d.next_checks:
+            chk = self.kn.checks[s.check_id]
+            checks.append(NextCheck(id=chk.id, title=chk.title.get(self.lang),
+                                    command=chk.command, look_for=chk.look_for.get(self.lang),
+                                    produces=list(chk.produces), separates=s.separates,
+                                    health_check=chk.health_check))
+        status = d.status
+        if conflicts and status != "confirmed":
+            status = "inconclusive"
+        question = None
+        if not d.branches:
+            question = self.kn.sop["classify"]["question"][self.lang]
+        conclusion = self.conclusion(status, findings, hyps, ruled, checks, d, conflicts, facts)
+        return Report(kb_version=kb_version, lang=self.lang, status=status,
+                      symptom=facts.symptom, branches=d.branches, findings=findings,
+                      hypotheses=hyps, ruled_out=ruled, next_checks=checks, question=question,
+                      conclusion=conclusion, warnings=warnings, inputs=inputs)
+
+    def conclusion(self, status: str, findings: list[Finding], hyps: list[Hypothesis],
+                   ruled: list[RuledOut], checks: list[NextCheck], d: Diagnosis,
+                   conflicts: bool, facts: Facts) -> list[str]:
+        tmpl = self.t("conclusion", status)
+        sep = "、" if self.lang == "zh" else ", "
+        first_check = checks[0].command if checks else self.kn.checks[
+            self.kn.sop["health_checks"][0]].command
+        values: dict[str, Any] = {"check": f"`{first_check}`", "count": len(hyps),
+                                  "ruled": len(ruled)}
+        if findings:
+            f = findings[0]
+            shown: dict[str, str] = {}
+            for e in f.evidence:
+                if not e.fact.startswith("decision.") and e.fact not in shown and len(shown) < 2:
+                    shown[e.fact] = f"{e.fact} = {fmt_value(_from_json(e.value), e.unit)}"
+            ev = sep.join(shown.values())
+            if not ev:
+                ev = sep.join(e.condition for e in f.evidence[:2])
+            more = len(findings) - 1
+            values.update(cause=f.title, evidence=ev, fix=f"`{f.fixes[0].command}`",
+                          verify=f"`{f.verify[0].command}` ({f.verify[0].expect})",
+                          others=self.t("others").format(n=more) if more else "")
+        elif hyps:
+            values.update(cause=hyps[0].title)
+        why = "empty"
+        if conflicts:
+            why = "conflict"
+        elif d.branches and status == "inconclusive":
+            why = "contradict"
+        values["why"] = self.t("inconclusive_why", why)
+        return [s.format(**values) for s in tmpl]
+
+
+def _from_json(v: Any) -> Any:
+    return v

@@ -1,0 +1,100 @@
+"""Render a :class:`Report` as Markdown: the six-column table, then three sentences."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.conditions import fmt_value
+from engine.knowledge import Knowledge
+from kb.report.model import Report
+
+
+def cell(text: str) -> str:
+    """Make text safe inside a Markdown table cell."""
+    return " ".join(str(text).replace("\\", "\\\\").replace("|", "\\|").split())
+
+
+def code(text: str) -> str:
+    # a backtick inside a command would end the code span early: use a longer fence
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{cell(text)}{pad}{fence}"
+
+
+def _ev(e: Any) -> str:
+    if e.fact.startswith("decision."):
+        return cell(e.condition)
+    return f"{cell(e.condition)} ({code(e.fact)} = {cell(fmt_value(e.value, e.unit))})"
+
+
+def render(report: Report, kn: Knowledge) -> str:
+    """The full Markdown report."""
+    lang = report.lang
+    rt = kn.report_text
+
+    def t(*keys: str) -> str:
+        node: Any = rt
+        for k in keys:
+            node = node[k]
+        return node[lang]
+
+    lines: list[str] = []
+    lines.append(f"## {t('headings', 'findings')}")
+    lines.append("")
+    lines.append(f"**{t('headings', 'status')}:** {t('status', report.status)}")
+    lines.append("")
+    cols = rt["columns"][lang]
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append("|" + "|".join(["---"] * len(cols)) + "|")
+    for f in report.findings:
+        evidence = "<br>".join(_ev(e) for e in f.evidence[:6])
+        fixes = "<br>".join(f"{cell(x.text)} {code(x.command)}" for x in f.fixes)
+        verify = "<br>".join(f"{cell(v.text)} {code(v.command)}" for v in f.verify)
+        refs = "<br>".join(f"[{cell(r.title)}]({r.url})" for r in f.references)
+        sev = t("severity", f.severity)
+        cause = f"**{cell(f.title)}** ({code(f.cause_id)}; {sev}; {t('labels', 'confidence')} {f.confidence:.2f})"
+        lines.append(f"| {cell(f.symptom)} | {cause} | {evidence} | {fixes} | {verify} | {refs} |")
+    if not report.findings:
+        dash = "—"
+        lines.append("| " + " | ".join([dash] * len(cols)) + " |")
+    lines.append("")
+    if report.question:
+        lines.append(f"**{t('headings', 'question')}:** {cell(report.question)}")
+        lines.append("")
+    if report.hypotheses:
+        lines.append(f"### {t('headings', 'hypotheses')}")
+        lines.append("")
+        for h in report.hypotheses:
+            miss = ", ".join(code(m) for m in h.missing) or t("labels", "none")
+            lines.append(f"- **{cell(h.title)}** ({code(h.cause_id)}): "
+                         f"{t('labels', 'missing')}: {miss}")
+        lines.append("")
+    if report.ruled_out:
+        lines.append(f"### {t('headings', 'ruled_out')}")
+        lines.append("")
+        for r in report.ruled_out:
+            why = "; ".join(_ev(e) for e in r.because)
+            lines.append(f"- **{cell(r.title)}** ({code(r.cause_id)}): "
+                         f"{t('labels', 'because')} {why}")
+        lines.append("")
+    if report.next_checks:
+        lines.append(f"### {t('headings', 'next_checks')}")
+        lines.append("")
+        for i, c in enumerate(report.next_checks[:8], 1):
+            sep = ", ".join(code(s) for s in c.separates)
+            tail = f"; {t('labels', 'separates')}: {sep}" if sep else ""
+            lines.append(f"{i}. {code(c.command)} — {cell(c.title)}. "
+                         f"{t('labels', 'look_for')}: {cell(c.look_for)}{tail}")
+        lines.append("")
+    if report.warnings:
+        lines.append(f"### {t('headings', 'warnings')}")
+        lines.append("")
+        for w in report.warnings:
+            lines.append(f"- {cell(w)}")
+        lines.append("")
+    lines.append(f"### {t('headings', 'conclusion')}")
+    lines.append("")
+    joiner = "" if lang == "zh" else " "
+    lines.append(joiner.join(report.conclusion))
+    lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,126 @@
+"""The report: the output boundary. A stable, documented JSON shape (``schema_version``)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Evidence(_Out):
+    """A fact with its value and unit, and the condition it satisfied (or failed)."""
+
+    fact: str
+    value: Any = None
+    unit: str = ""
+    condition: str
+    holds: bool | None = None
+
+
+class Ref(_Out):
+    id: str
+    title: str
+    url: str
+
+
+class FixOut(_Out):
+    text: str
+    command: str
+    references: list[Ref]
+
+
+class VerifyOut(_Out):
+    text: str
+    command: str
+    expect: str
+    fact: str
+    op: str
+    value: Any = None
+
+
+class Finding(_Out):
+    """A confirmed cause: grounded in evidence, with fixes, verification and references."""
+
+    cause_id: str
+    branch: str
+    title: str
+    symptom: str
+    why: str
+    confidence: float = Field(ge=0, le=1)
+    severity: Literal["fix_now", "tune", "investigate", "watch"]
+    evidence: list[Evidence]
+    rules: list[str]
+    fixes: list[FixOut]
+    verify: list[VerifyOut]
+    references: list[Ref]
+
+
+class Hypothesis(_Out):
+    """A possible cause: nothing excludes it, some facts are missing."""
+
+    cause_id: str
+    branch: str
+    title: str
+    confidence: float = Field(ge=0, le=1)
+    holding: list[Evidence]
+    missing: list[str]
+
+
+class RuledOut(_Out):
+    """A cause of a branch in play that the facts exclude, and the facts that exclude it."""
+
+    cause_id: str
+    branch: str
+    title: str
+    because: list[Evidence]
+
+
+class NextCheck(_Out):
+    """A command to run next, what to look for, what it gives, which causes it separates."""
+
+    id: str
+    title: str
+    command: str
+    look_for: str
+    produces: list[str]
+    separates: list[str]
+    health_check: bool = False
+
+
+class LlmInfo(_Out):
+    """What the optional LLM layer did (absent when it was not used)."""
+
+    model: str
+    used: bool
+    verified: bool
+    attempts: int = 0
+    fallback_reason: str | None = None
+    violations: list[str] = Field(default_factory=list)
+    cached: bool = False
+
+
+class Report(_Out):
+    """The answer of :func:`kb.diagnose`. Text fields are in the report's language."""
+
+    schema_version: int = SCHEMA_VERSION
+    kb_version: str
+    lang: Literal["en", "zh"]
+    status: Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
+    symptom: str | None = None
+    branches: list[str]
+    findings: list[Finding]
+    hypotheses: list[Hypothesis]
+    ruled_out: list[RuledOut]
+    next_checks: list[NextCheck]
+    question: str | None = None
+    conclusion: list[str] = Field(min_length=3, max_length=3)
+    warnings: list[str] = Field(default_factory=list)
+    inputs: dict[str, str] = Field(default_factory=dict)
+    markdown: str | None = Field(None, description="the LLM-phrased Markdown, when verified")
+    llm: LlmInfo | None = None
