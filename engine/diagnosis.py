@@ -88,7 +88,7 @@ class Reasoner:
     def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
         self.kn = kn
         self.overrides = dict(overrides or {})
-        self._engine_cls = rules.compile_engine(kn, self.overrides)
+        self._runner = rules.Runner(kn, self.overrides)
         # which check decides which decision node / produces which fact
         self._node_check: dict[str, str] = {}
         self._edge_facts: dict[str, set[str]] = {}
@@ -107,7 +107,7 @@ class Reasoner:
         user's own words) with the reasons to show."""
         flat = flatten(facts.model_dump(mode="python", exclude_defaults=False))
         flat.pop("schema_version", None)
-        run = rules.run(self._engine_cls, flat)
+        run = self._runner.run(flat)
         known = {**flat, **run.derived}
 
         branch_reasons: dict[str, list[str]] = {}

@@ -39,7 +39,7 @@ NodeKind = Literal["start", "question", "problem", "optimisable", "fixed", "tool
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Text(_Model):
@@ -154,7 +154,7 @@ class Edge(_Model):
     answer: str | None = None
     when: list[Clause] = Field(default_factory=list)
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
 class BranchGraph(_Model):

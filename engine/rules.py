@@ -14,6 +14,7 @@ Each fired rule is recorded so that a finding can show the chain that led to it.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -117,12 +118,32 @@ def compile_engine(kn: Knowledge, overrides: dict[str, float] | None = None) -> 
     return type("CompiledKnowledge", (experta.KnowledgeEngine,), attrs)
 
 
-def run(engine_cls: type, facts: dict[str, Any]) -> RunResult:
-    """Declare the flattened facts and run the rules to a fixed point."""
-    eng = engine_cls()
-    eng._kb_result = RunResult()
-    eng.reset()
-    for path, value in facts.items():
-        eng.declare(_PathFact(path=path, value=value))
-    eng.run()
-    return eng._kb_result
+def used_paths(kn: Knowledge) -> set[str]:
+    """Fact paths that some rule tests: only these need to enter the rule engine."""
+    out: set[str] = set()
+    for _rule_id, clauses, _kind, _target, _value in rule_specs(kn):
+        for cl in clauses:
+            out.update(c.fact for c in (cl.any if isinstance(cl, AnyOf) else [cl]))
+    return out
+
+
+class Runner:
+    """One compiled engine, reused: building experta's RETE network is the costly part, so it
+    is built once and ``reset()`` between runs (serialised by a lock)."""
+
+    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
+        self._engine = compile_engine(kn, overrides)()
+        self._used = used_paths(kn)
+        self._lock = threading.Lock()
+
+    def run(self, facts: dict[str, Any]) -> RunResult:
+        """Declare the facts that rules test and run the rules to a fixed point."""
+        with self._lock:
+            eng = self._engine
+            eng._kb_result = RunResult()
+            eng.reset()
+            for path, value in facts.items():
+                if path in self._used:
+                    eng.declare(_PathFact(path=path, value=value))
+            eng.run()
+            return eng._kb_result

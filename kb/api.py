@@ -90,11 +90,13 @@ def diagnose(
     r = reasoner(kn, overrides)
     extra: dict[str, list[str]] = {}
     warn = list(warnings or [])
-    if f.symptom is None and f.symptom_text:
-        from kb.symptom_text import classify
+    if f.symptom_text:  # issue 5.3: the user's words give branches and facts UNDER explicit ones
+        from kb.symptom_text import apply_text
 
-        cls = classify(f.symptom_text, kn)
-        extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
+        f, cls, text_notes = apply_text(f, kn)
+        warn += text_notes
+        if f.symptom is None:
+            extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
     d = r.diagnose(f, extra_branches=extra)
     rep = ReportBuilder(kn, lang, r.overrides).build(
         d, f, warnings=warn, inputs=dict(inputs or {}), kb_version=__version__,

@@ -1,10 +1,22 @@
-"""Classify a problem described in the user's own words into symptom branches."""
+"""The problem in the user's own words: which symptom branches it names (:func:`classify`) and
+which facts it states in passing (:func:`extract`): a step number, a dtype, a serving engine.
+
+Extracted facts are weak evidence. :func:`merge_under` puts them UNDER the facts the user gave
+explicitly (or that parsers read from artifacts): those win, and a disagreement becomes a
+warning. Only values a :class:`~engine.facts.Facts` field can hold are extracted.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any
 
 from engine.knowledge import Knowledge
+
+
+def _ascii_word(w: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![a-z0-9])" + re.escape(w.lower()) + r"(?![a-z0-9])")
 
 
 def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
@@ -17,10 +29,203 @@ def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
         for w in list(b.words.en) + list(b.words.zh):
             wl = w.lower()
             if wl.isascii():
-                if re.search(r"(?<![a-z0-9])" + re.escape(wl) + r"(?![a-z0-9])", low):
+                if _ascii_word(wl).search(low):
                     words.append(w)
             elif wl in low:
                 words.append(w)
         if words:
             hits[b.id] = words
     return dict(sorted(hits.items(), key=lambda kv: -len(kv[1])))
+
+
+# -- extraction ---------------------------------------------------------------------------
+
+_NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s*[kK]?)"
+#: "after ~300 steps", "300 steps in", "step 1200", "step=1,200", "at iteration 5k",
+#: "第 300 步", "300 步", "第300个step", "第 300 次迭代"
+_STEP_PATTERNS = (
+    re.compile(r"(?<![a-z0-9_])(?:global[_ ])?(?:step|iter|iteration)s?\s*(?:[=:#]\s*|no\.?\s*)?~?\s*"
+               + _NUM + r"(?![\d.])", re.I),
+    re.compile(r"(?<![\d.,])~?\s*" + _NUM + r"\s*(?:steps?|iters?|iterations?)(?![a-z])", re.I),
+    re.compile(r"第\s*~?\s*" + _NUM + r"\s*(?:个\s*)?(?:步|step|steps|次迭代|轮迭代|iter)", re.I),
+    re.compile(r"(?<![\d.,第])约?\s*" + _NUM + r"\s*步"),
+)
+
+#: dtype words -> the NumericsFacts.dtype value (ASCII words match whole words only)
+_DTYPES: dict[str, tuple[str, ...]] = {
+    "fp16": ("fp16", "float16", "half precision", "torch.half", "half-precision", "半精度", "--fp16"),
+    "bf16": ("bf16", "bfloat16", "torch.bfloat16", "--bf16"),
+    "fp32": ("fp32", "float32", "full precision", "single precision", "单精度", "全精度"),
+    "tf32": ("tf32", "tensorfloat-32", "tensorfloat32"),
+    "fp8": ("fp8", "float8", "e4m3", "e5m2"),
+}
+#: serving engines -> the InferenceFacts.engine value
+_ENGINES: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm", "tensorrt llm"),
+    "tgi": ("text-generation-inference", "tgi"),
+    "lmdeploy": ("lmdeploy",),
+}
+#: training frameworks: recognised (shown as evidence) but no Facts field holds them
+_FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "deepspeed": ("deepspeed",),
+    "megatron": ("megatron", "megatron-lm", "megatron-core"),
+    "fsdp": ("fsdp",),
+}
+#: where a step number goes, by the branch the text is classified into
+STEP_FACT: dict[str, str] = {"oom": "oom.at_step", "numerics": "numerics.first_nonfinite_step"}
+
+
+@dataclass
+class Mentions:
+    """What the text says in passing, before it is mapped onto facts."""
+
+    steps: list[int] = field(default_factory=list)
+    dtypes: list[str] = field(default_factory=list)
+    engines: list[str] = field(default_factory=list)
+    frameworks: list[str] = field(default_factory=list)
+    #: the words that matched, in the text's own spelling ("~300 steps", "fp16", "vLLM")
+    words: list[str] = field(default_factory=list)
+
+
+def _to_int(raw: str) -> int | None:
+    s = raw.strip().replace(",", "").replace(" ", "")
+    mult = 1
+    if s[-1:] in ("k", "K"):
+        mult, s = 1000, s[:-1]
+    try:
+        v = float(s) * mult
+    except ValueError:
+        return None
+    return int(v) if v == int(v) and v >= 0 else None
+
+
+def _vocab_hits(text: str, vocab: dict[str, tuple[str, ...]], words: list[str]) -> list[str]:
+    low = text.lower()
+    found: list[str] = []
+    for value, spellings in vocab.items():
+        for sp in spellings:
+            if sp.isascii():
+                m = re.search(r"(?<![a-z0-9])" + re.escape(sp) + r"(?![a-z0-9])", low)
+            else:
+                i = low.find(sp)
+                m = None if i < 0 else re.compile(re.escape(sp)).search(low, i)
+            if m:
+                if value not in found:
+                    found.append(value)
+                words.append(text[m.start():m.end()])
+                break
+    return found
+
+
+def mentions(text: str) -> Mentions:
+    """Step numbers, dtypes, engines and frameworks mentioned in ``text`` (en or zh)."""
+    out = Mentions()
+    spans: list[tuple[int, int]] = []
+    for pat in _STEP_PATTERNS:
+        for m in pat.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in spans):
+                continue  # already read by an earlier pattern
+            n = _to_int(m.group(1))
+            if n is None:
+                continue
+            spans.append((m.start(), m.end()))
+            if n not in out.steps:
+                out.steps.append(n)
+            out.words.append(m.group(0).strip())
+    out.dtypes = _vocab_hits(text, _DTYPES, out.words)
+    out.engines = _vocab_hits(text, _ENGINES, out.words)
+    out.frameworks = _vocab_hits(text, _FRAMEWORKS, out.words)
+    return out
+
+
+def _set(facts: dict[str, Any], path: str, value: Any) -> None:
+    *groups, key = path.split(".")
+    node = facts
+    for g in groups:
+        node = node.setdefault(g, {})
+    node[key] = value
+
+
+def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -> dict[str, Any]:
+    """A partial facts document (nested, as in a facts JSON) stated by ``text``.
+
+    A value goes in only when the text names exactly one (``fp16 vs bf16`` gives no dtype). A
+    step number needs a branch to know its meaning: ``branch``, else the best branch that
+    :func:`classify` finds with ``kn``; it becomes ``oom.at_step`` or
+    ``numerics.first_nonfinite_step`` and is dropped for other branches.
+    """
+    if not text:
+        return {}
+    m = mentions(text)
+    facts: dict[str, Any] = {}
+    if len(m.dtypes) == 1:
+        _set(facts, "numerics.dtype", m.dtypes[0])
+    if len(m.engines) == 1:
+        _set(facts, "inference.engine", m.engines[0])
+    if branch is None and kn is not None:
+        hits = classify(text, kn)
+        branch = next(iter(hits), None)
+    if len(m.steps) == 1 and branch in STEP_FACT:
+        _set(facts, STEP_FACT[branch], m.steps[0])
+    return facts
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            out.update(_leaves(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def merge_under(explicit: dict[str, Any], extracted: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Put ``extracted`` facts under ``explicit`` ones: a missing fact is added, a differing
+    one is kept as the user gave it and reported in the returned warnings."""
+    import copy
+
+    out = copy.deepcopy(explicit)
+    warnings: list[str] = []
+    known = _leaves(explicit)
+    for path, value in _leaves(extracted).items():
+        have = known.get(path)
+        if have in (None, [], {}):
+            _set(out, path, value)
+        elif have != value:
+            warnings.append(f"symptom text: says {path} = {value}, but the facts say {have}; "
+                            f"using the facts")
+    return out, warnings
+
+
+def evidence_line(text: str, branches: dict[str, list[str]], extracted: dict[str, Any]) -> str | None:
+    """One line showing which words of the text put which branch in play and which facts it
+    gave, e.g. ``symptom text: numerics <- 'nan', 'loss'; numerics.dtype = fp16``."""
+    parts = [f"{b} <- " + ", ".join(f"'{w}'" for w in words) for b, words in branches.items()]
+    parts += [f"{p} = {v}" for p, v in _leaves(extracted).items()]
+    return ("symptom text: " + "; ".join(parts)) if parts else None
+
+
+def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], list[str]]:
+    """For :func:`kb.diagnose`: ``(facts with the text's facts merged under them, {branch:
+    matched words}, warning lines)``. The branches are only those the text names; the caller
+    uses them when the facts state no symptom. The warnings show the matched words and the
+    extracted facts (the evidence taken from the text) and every disagreement."""
+    from engine.facts import Facts
+
+    text = facts.symptom_text or ""
+    branches = classify(text, kn) if text else {}
+    extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
+    warnings: list[str] = []
+    applied: dict[str, Any] = {}
+    if extracted:
+        explicit = facts.model_dump(mode="python", exclude_defaults=True)
+        had = _leaves(explicit)
+        applied = {p: v for p, v in _leaves(extracted).items() if had.get(p) in (None, [], {})}
+        data, warnings = merge_under(explicit, extracted)
+        facts = Facts.model_validate(data)
+    shown = branches if facts.symptom is None else {}
+    line = evidence_line(text, shown, applied)
+    return facts, branches, ([line] if line else []) + warnings

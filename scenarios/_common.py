@@ -104,8 +104,15 @@ def launch_child(
     log_name: str = "train.log",
 ) -> subprocess.Popen:
     """Start ``script --child --out OUT ARGS`` with stdout+stderr going to ``OUT/<log_name>``."""
-    log = open(out / log_name, "ab")  # noqa: SIM115 - closed by the child's exit via wait_child
     cmd = [sys.executable, str(script), "--child", "--out", str(out), *(args or [])]
+    return launch_cmd(cmd, out / log_name, env)
+
+
+def launch_cmd(
+    cmd: list[str], log_path: Path, env: dict[str, str | None] | None = None
+) -> subprocess.Popen:
+    """Start ``cmd`` with stdout+stderr appended to ``log_path``; finish with wait_child."""
+    log = open(log_path, "ab")  # noqa: SIM115 - closed in wait_child
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=child_env(env))
     proc._scenario_log = log  # type: ignore[attr-defined]
     return proc

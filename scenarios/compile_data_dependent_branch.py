@@ -8,7 +8,6 @@ tracing, so it breaks the graph ("Data-dependent branching") on every call.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import _common as c
 

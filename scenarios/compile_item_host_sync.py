@@ -9,7 +9,6 @@ graph breaks on every call; ``TORCH_LOGS=graph_breaks`` shows it in ``train.log`
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import _common as c
 

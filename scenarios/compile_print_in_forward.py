@@ -9,7 +9,6 @@ trace the builtin ``print`` and splits the graph; the break is logged in ``train
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import _common as c
 

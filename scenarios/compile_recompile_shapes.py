@@ -9,7 +9,6 @@ Batches of variable sequence length (no padding to a fixed length) reach a model
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import _common as c
 

@@ -48,21 +48,22 @@ def workload(out: Path) -> None:
 
     waits, steps = [], []
     it = iter(loader)
-    for step in range(STEPS):
-        t = c.Timer()
-        x, y = next(it)
-        wait_ms = t.ms()
-        x, y = x.to(dev), y.to(dev)
-        loss = nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        torch.cuda.synchronize()  # step time must include the GPU work
-        step_ms = t.ms()
-        waits.append(wait_ms)
-        steps.append(step_ms)
-        print(f"step {step} loss {loss.item():.4f} data_time {wait_ms / 1000:.4f}s "
-              f"batch_time {step_ms / 1000:.4f}s")
+    with c.NvidiaSmiSampler(out / "nvidia-smi.csv"):  # samples the training loop only
+        for step in range(STEPS):
+            t = c.Timer()
+            x, y = next(it)
+            wait_ms = t.ms()
+            x, y = x.to(dev), y.to(dev)
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()  # step time must include the GPU work
+            step_ms = t.ms()
+            waits.append(wait_ms)
+            steps.append(step_ms)
+            print(f"step {step} loss {loss.item():.4f} data_time {wait_ms / 1000:.4f}s "
+                  f"batch_time {step_ms / 1000:.4f}s")
     fraction = sum(waits) / sum(steps)
     print(f"data wait: {fraction:.1%} of step time (num_workers=0, pin_memory=False)")
     c.write_json(out / "facts.json", {
@@ -74,14 +75,13 @@ def workload(out: Path) -> None:
 
 
 def main() -> int:
-    """Driver: run the loop while sampling nvidia-smi."""
+    """Driver: run the loop (it samples nvidia-smi itself) and collect train.log."""
     args = c.parse_args(__doc__.splitlines()[0])
     if args.child:
         workload(Path(args.out))
         return 0
     out = c.prepare_out(args.out)
-    with c.NvidiaSmiSampler(out / "nvidia-smi.csv"):
-        rc = c.run_child(__file__, out, timeout=120)
+    rc = c.run_child(__file__, out, timeout=120)
     if rc == 3:
         return 3  # no CUDA
     c.write_expected(out, NAME)

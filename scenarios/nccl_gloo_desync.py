@@ -1,20 +1,20 @@
 #!/usr/bin/env python3
 """Collective timeout from a rank desync: rank 1 skips an ``all_reduce``, rank 0 waits in it.
 
-Two CPU processes (gloo backend, 127.0.0.1, world size 2, 10 s collective timeout) run a
-data-parallel style loop that all-reduces a gradient-like tensor every step. At step 3 rank 1
-skips the all-reduce (a rank-dependent early ``continue``, the usual bug) and goes on to the
-end-of-epoch ``barrier``; rank 0 is still in the step-3 ``all_reduce``. Both wait until the
-gloo timeout fires. The driver captures the real error text in ``train.log`` and, if
-``py-spy`` is available, a ``py-spy dump`` of each rank while they hang
-(``dump_rank0.txt``, ``dump_rank1.txt``).
+Two CPU ranks launched with ``torchrun --standalone --nproc-per-node 2`` (gloo backend,
+127.0.0.1, 10 s collective timeout) run a data-parallel style loop that all-reduces a
+gradient-like tensor every step. At step 3 rank 1 skips the all-reduce (a rank-dependent
+"skip empty batch", the usual bug), does 2 s of end-of-epoch work and enters the ``barrier``;
+rank 0 is still in the step-3 ``all_reduce`` and is the first to hit the gloo timeout. The
+driver captures the launcher's and the ranks' output in ``train.log`` and, if ``py-spy`` is
+available, a ``py-spy dump`` of each rank while they hang (``dump_rank0.txt``,
+``dump_rank1.txt``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -28,29 +28,21 @@ TIMEOUT_S = 10
 SKIP_STEP = 3
 
 
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 for the rendezvous."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def rank_main(rank: int, port: int, out: str) -> None:
-    """One rank of the job; rank 1 skips the all-reduce at ``SKIP_STEP``."""
+def rank_main(out: Path) -> None:
+    """One rank (RANK from torchrun); rank 1 skips the all-reduce at ``SKIP_STEP``."""
     from datetime import timedelta
 
     import torch
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=WORLD_SIZE, timeout=timedelta(seconds=TIMEOUT_S))
+    dist.init_process_group("gloo", timeout=timedelta(seconds=TIMEOUT_S))
+    rank = dist.get_rank()
     torch.manual_seed(rank)
-    (Path(out) / f"rank{rank}.pid").write_text(str(os.getpid()))
+    (out / f"rank{rank}.pid").write_text(str(os.getpid()))
     grad = torch.zeros(1024)
     for step in range(6):
         grad.normal_()
         if rank == 1 and step == SKIP_STEP:
-            # e.g. "skip empty batch" logic that only triggers on one rank
             print(f"[rank{rank}] step {step}: empty batch, skipping", flush=True)
             break
         dist.all_reduce(grad)
@@ -58,21 +50,18 @@ def rank_main(rank: int, port: int, out: str) -> None:
               flush=True)
         if rank == 0 and step == SKIP_STEP - 1:
             # Marker for the driver: the next all_reduce is the one that will hang.
-            (Path(out) / "rank0.hanging").touch()
-    (Path(out) / f"rank{rank}.hanging").touch()
+            (out / "rank0.hanging").touch()
+    if rank == 1:
+        # End-of-epoch work before the barrier; it also makes rank 0 (waiting since step 3)
+        # the first to hit the timeout, as in a real desync where the peers report it.
+        time.sleep(2)
+    (out / f"rank{rank}.hanging").touch()
     dist.barrier()
     dist.destroy_process_group()
 
 
-def workload(out: Path) -> None:
-    """Spawn the two ranks with torch.multiprocessing; errors propagate to this process."""
-    import torch.multiprocessing as mp
-
-    mp.spawn(rank_main, args=(free_port(), str(out)), nprocs=WORLD_SIZE, join=True)
-
-
 def py_spy_dump(pid: int) -> str:
-    """``py-spy dump --pid PID`` output (stdout+stderr), or why it could not run."""
+    """``py-spy dump --pid PID`` output (stdout+stderr), or "" when py-spy is not installed."""
     exe = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(exe).exists():
         return ""
@@ -85,26 +74,27 @@ def py_spy_dump(pid: int) -> str:
 
 
 def main() -> int:
-    """Driver: start the job, dump each rank's stacks while they hang, collect the log."""
+    """Driver: start the job with torchrun, dump each rank while they hang, collect the log."""
     args = c.parse_args(__doc__.splitlines()[0])
-    out = Path(args.out)
+    out = Path(args.out).resolve()
     if args.child:
-        workload(out)
+        rank_main(out)
         return 0
     out = c.prepare_out(out)
-    for stale in [*out.glob("rank*.pid"), *out.glob("rank*.hanging"), *out.glob("dump_rank*.txt")]:
+    for stale in [*out.glob("rank*.pid"), *out.glob("rank*.hanging")]:
         stale.unlink()
-    # TORCH_CPP_LOG_LEVEL=INFO makes c10d print its own process-group lines, as users set it
-    # when chasing hangs.
-    proc = c.launch_child(__file__, out, env={"TORCH_CPP_LOG_LEVEL": "INFO"})
-    deadline = time.monotonic() + TIMEOUT_S + 40
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+           f"--nproc-per-node={WORLD_SIZE}", __file__, "--child", "--out", str(out)]
+    # TORCH_CPP_LOG_LEVEL=INFO: c10d's own lines, as users enable them when chasing hangs.
+    proc = c.launch_cmd(cmd, out / "train.log",
+                        {"TORCH_CPP_LOG_LEVEL": "INFO", "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + TIMEOUT_S + 50
     markers = [out / f"rank{r}.hanging" for r in range(WORLD_SIZE)]
     while time.monotonic() < deadline and proc.poll() is None:
         if all(m.exists() for m in markers):
             time.sleep(1.5)  # let both ranks block inside the collectives
             for rank in range(WORLD_SIZE):
-                pid = int((out / f"rank{rank}.pid").read_text())
-                dump = py_spy_dump(pid)
+                dump = py_spy_dump(int((out / f"rank{rank}.pid").read_text()))
                 if dump:
                     (out / f"dump_rank{rank}.txt").write_text(dump)
             break
@@ -112,9 +102,10 @@ def main() -> int:
     rc = c.wait_child(proc, max(1.0, deadline - time.monotonic()))
     for tmp in [*out.glob("rank*.pid"), *out.glob("rank*.hanging")]:
         tmp.unlink()
-    c.write_json(out / "facts.json", {"distributed": {"backend": "gloo", "world_size": WORLD_SIZE}})
+    c.write_json(out / "facts.json",
+                 {"distributed": {"backend": "gloo", "world_size": WORLD_SIZE}})
     c.write_expected(out, NAME)
-    # The job failing is the symptom; the scenario itself succeeded if it failed as expected.
+    # The job failing is the symptom: the scenario worked if the job failed.
     return 0 if rc != 0 else 1
 
 

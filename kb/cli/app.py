@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from kb.cli import diagnose_cmd, knowledge_cmd
+from kb.cli import diagnose_cmd, knowledge_cmd, mcp_cmd
+from kb.cli import export_cmd
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -17,6 +18,9 @@ app.command("diagnose")(diagnose_cmd.diagnose)
 app.command("validate")(knowledge_cmd.validate)
 app.command("schema")(knowledge_cmd.schema)
 # -- commands of other modules are registered below (one line each) --
+app.add_typer(export_cmd.export_app, name="export", help="Export the knowledge: agents-md, mermaid, dot, json, skill.")
+app.command("refs")(export_cmd.refs)
+app.command("mcp")(mcp_cmd.mcp)
 
 
 def main() -> None:

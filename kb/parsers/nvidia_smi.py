@@ -29,6 +29,7 @@ _TABLE_ROW1 = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|")
 _TABLE_ROW2 = re.compile(
     r"^\|\s*\S+\s+\S+\s+\S+\s+.*?\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+|N/A)%?\s+"
 )
+_HEADERLESS_DEFAULT = re.compile(r"^\d+, [^,]+(, ([\d.]+|\[[^\]]*\]|N/A)){4}, \d+\.\d+(\.\d+)?\s*$")
 _CSV_VALUE_UNIT = re.compile(r"^\s*([-+0-9.,]+)\s*(%|MiB|W|MHz|KB/s|C)?\s*$")
 
 
@@ -39,21 +40,30 @@ def _header_key(cell: str) -> str:
 
 def _is_header(cells: list[str]) -> bool:
     keys = [_header_key(c) for c in cells]
-    return sum(k in _KNOWN for k in keys) >= max(1, len(keys) // 2)
+    known = sum(k in _KNOWN for k in keys)
+    return known >= max(1, len(keys) // 2) or (known >= 3 and bool({"index", "name", "utilization.gpu"} & set(keys)))
 
 
 def sniff(head: str) -> bool:
     """CSV whose header names query fields, or the default table's title line."""
     head = strip_ansi(head)
-    if "NVIDIA-SMI" in head and "Driver Version" in head:
-        return True
-    if re.search(r"^\|\s+\d+\s+\S.*\s(On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f:.]+", head, re.M):
-        return True
+    lines = [ln for ln in head.splitlines() if ln.strip()]
+    boxed = sum(1 for ln in lines if ln.lstrip().startswith(("|", "+")))
+    # a table only when it dominates the text (a training log that starts with a pasted
+    # nvidia-smi table is a training log)
+    if lines and boxed * 2 >= len(lines):
+        if "NVIDIA-SMI" in head and "Driver Version" in head:
+            return True
+        if re.search(r"^\|\s+\d+\s+\S.*\s(On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f:.]+", head, re.M):
+            return True
     for line in head.splitlines()[:5]:
         if line.startswith("#") or "," not in line:
             continue
         cells = line.split(",")
         if len(cells) >= 2 and _is_header(cells) and any("." in c or c.strip() in {"index", "name"} for c in cells):
+            return True
+        # headerless output of DEFAULT_QUERY (what kb collect runs)
+        if _HEADERLESS_DEFAULT.match(line):
             return True
     return False
 
@@ -140,7 +150,7 @@ def _table_line(line: str, facts: dict, indices: set[str], notes: list[str]) -> 
             set_fact(facts, "gpu.name", name)
         elif name:
             set_fact(facts, "gpu.name", name)
-            if not any("truncated" in n for n in notes):
+            if not any("truncates" in n for n in notes):
                 notes.append("gpu.name: the table truncates product names; use --query-gpu=name for the full name")
         return
     m = _TABLE_ROW2.match(line)

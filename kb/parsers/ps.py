@@ -33,7 +33,7 @@ def sniff(head: str) -> bool:
     """A ps header with PID and %CPU, or rows in ps aux shape."""
     lines = strip_ansi(head).splitlines()[:50]
     for line in lines:
-        if _HEADER.match(line) and "%CPU" in line:
+        if _HEADER.match(line) and ("%CPU" in line or line.split()[0] == "PID"):
             return True
     return sum(1 for line in lines if _AUX_ROW.match(line)) >= 2
 

@@ -51,8 +51,10 @@ def sniff(head: str) -> bool:
     head = strip_ansi(head)
     if re.search(r"^(Current thread|Thread) 0x[0-9A-Fa-f]+ \(most recent call first\):", head, re.M):
         return True
+    if re.search(r"^Thread (\d+|0x[0-9A-Fa-f]+) \((idle|active|active\+gil|gil)\)(: \".*\")?\s*$", head, re.M):
+        return True
     return bool(
-        re.search(r'^Thread (\d+|0x[0-9A-Fa-f]+)( \([a-z+]+\))?(: ".*")?\s*\n(    |\t)\S.* \(.*\)', head, re.M)
+        re.search(r'^Thread (\d+|0x[0-9A-Fa-f]+)( \([a-z+]+\))?(: ".*")?\s*\n(    |\t\s*)\S.* \(.*\)', head, re.M)
     )
 
 

@@ -214,7 +214,7 @@ class CompileScanner:
 def sniff(head: str) -> bool:
     """Dynamo log artifacts, limit warnings or explain() output."""
     return bool(re.search(
-        r"\[__(graph_breaks|recompiles)\]|torch\._dynamo\.|Graph break|Recompiling function|"
+        r"\[__(graph_breaks|recompiles)\]|torch\._dynamo[. ]|_dynamo[\\/]|Graph break|Recompiling function|"
         r"^Graph Break Count: \d+|Dynamo produced \d+ graphs",
         head, re.M,
     ))

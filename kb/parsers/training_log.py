@@ -11,7 +11,10 @@ matched in detail; logs of several GB stream through in constant memory.
 from __future__ import annotations
 
 import math
+import os
 import re
+import shutil
+import subprocess
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
@@ -24,13 +27,15 @@ from kb.parsers.torch_compile import CompileScanner
 NAME = "training_log"
 
 #: lower-case substrings; a line containing none of them is not looked at in detail
+#: (few, so that the block scan makes few passes; every signal line contains one of them:
+#: watchdog/heartbeat lines name ProcessGroupNCCL, Megatron lines "loss scale", anomaly
+#: lines "...Backward0", OOM lines "memory", gloo lines their gloo/ source path)
 KEYWORDS: tuple[str, ...] = (
-    "loss", "grad", "out of memory", "nccl", "watchdog", "timed out", "timeout", "overflow",
-    "nan or inf", "error detected", "returned nan", "backward(", "in backward", "iteration",
-    "graph break", "recompil", "dynamo", "graph count", "avg prompt throughput", "gloo",
-    "monitoredbarrier", "heartbeat", "sequence id", "alloc_failed", "_alloc_conf",
+    "loss", "grad", "nccl", "memory", "overflow", "nan or inf", "returned nan", "gloo", "barrier",
+    "backward", "graph", "recompil", "dynamo", "prompt throughput", "alloc_", "watchdog",
+    "timed out",
 )
-_PREFILTER_B = re.compile("|".join(re.escape(k) for k in KEYWORDS).encode())
+_KEYWORDS_B: tuple[bytes, ...] = tuple(k.encode() for k in KEYWORDS)
 BLOCK_SIZE = 4 * 1024 * 1024
 _MAX_LINE = 1024 * 1024  # a "line" longer than this is cut (binary junk, tqdm without newlines)
 
@@ -46,7 +51,7 @@ _OOM_NEW_ALLOC = re.compile(
 )
 _OOM_OLD = re.compile(
     r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + r" total capacity; "
-    + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (?:cached|reserved in total by PyTorch)\)"
+    + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (cached|reserved in total by PyTorch)\)"
 )
 _OOM_BARE = re.compile(
     r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
@@ -77,7 +82,7 @@ _NCCL_ERRORS: tuple[tuple[str, str], ...] = (
     ("internal error", "ncclInternalError"),
 )
 _NUM = r"([-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?))"
-_HF = re.compile(r"'(loss|grad_norm)': (?:tensor\()?" + _NUM, re.I)
+_HF = re.compile(r"'(loss|grad_norm)': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
 _HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
 _PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
@@ -138,10 +143,13 @@ class LogScanner:
         self.forced_outliers: set[int] = set()
         self.missing_lm_loss = 0
         self.inference: dict[str, Any] = {}
+        self.saturated = False  # numerics.loss holds MAX_SAMPLES values
 
     # -- helpers ---------------------------------------------------------------------------
     def _metric(self, path: str, value: float, kind: str) -> None:
         append_sample(self.facts, path, value, self.notes)
+        if kind == "loss" and not self.saturated:
+            self.saturated = len(self.facts["numerics"]["loss"]) >= MAX_SAMPLES
         if math.isfinite(value):
             return
         self.nonfinite += 1
@@ -164,6 +172,11 @@ class LogScanner:
         line = strip_ansi(raw).rstrip("\r\n")
         low = line.lower()
         self.candidates += 1
+        if self.saturated and "'loss'" in line and "nan" not in low and "inf" not in low and "memory" not in low:
+            # the loss list is full: a finite HF metric line only counts as a successful step
+            self.metric_records += 1
+            self.run = 0
+            return
         if "out of memory" in low or "alloc_failed" in low:
             self._oom(line)
         if "nccl" in low or "watchdog" in low or "gloo" in low or "monitoredbarrier" in low or "heartbeat" in low:
@@ -225,10 +238,16 @@ class LogScanner:
             g = m_old.groups()
             sizes = {
                 "tried": _mib(g[0], g[1]), "total": _mib(g[2], g[3]), "alloc": _mib(g[4], g[5]),
-                "free": _mib(g[6], g[7]), "reserved": _mib(g[8], g[9]),
+                "free": _mib(g[6], g[7]),
             }
-            if sizes["reserved"] >= sizes["alloc"]:
-                sizes["unalloc"] = round(sizes["reserved"] - sizes["alloc"], 3)
+            if g[10] == "cached":
+                # 1.0-1.4 printed cached-but-unallocated here (it is below "already allocated")
+                sizes["unalloc"] = _mib(g[8], g[9])
+                sizes["reserved"] = round(sizes["alloc"] + sizes["unalloc"], 3)
+            else:
+                sizes["reserved"] = _mib(g[8], g[9])
+                if sizes["reserved"] >= sizes["alloc"]:
+                    sizes["unalloc"] = round(sizes["reserved"] - sizes["alloc"], 3)
         for key, path in (
             ("tried", "tried_to_allocate_mib"), ("total", "total_capacity_mib"), ("free", "free_mib"),
             ("alloc", "allocated_mib"), ("reserved", "reserved_mib"), ("unalloc", "reserved_unallocated_mib"),
@@ -367,16 +386,18 @@ class LogScanner:
         if "nan or inf found in input tensor" in low:
             self.nonfinite += 1
             return
-        m = _DS_COUNTER.search(line)
-        if m:
-            self.ds_skipped = max(self.ds_skipped, int(m.group(2)))
+        if "skipped=" in line:
+            m = _DS_COUNTER.search(line)
+            if m:
+                self.ds_skipped = max(self.ds_skipped, int(m.group(2)))
         if " | " in line and "iteration" in low and ":" in line:
             self._megatron(line)
             return
-        if "'loss'" in low or "'grad_norm'" in low:
-            m = _HF_STEP.search(line)
-            if m:
-                self.step = int(m.group(1))
+        if "'loss'" in line or "'grad_norm'" in line:
+            if "step'" in line:
+                m = _HF_STEP.search(line)
+                if m:
+                    self.step = int(m.group(1))
             found = False
             for m in _HF.finditer(line):
                 v = _num(m.group(2))
@@ -488,6 +509,8 @@ class LogScanner:
             if vals is not None and len(vals) > MAX_SAMPLES:
                 del vals[MAX_SAMPLES:]
         res = ParseResult(format=NAME, source=self.source, facts=trim(f), notes=self.notes)
+        if self.forced_outliers:
+            res.meta["forced_outliers"] = sorted(self.forced_outliers)
         if not res.facts:
             res.notes.append(f"{self.source}: no known training-log signal found")
         return res
@@ -531,20 +554,57 @@ def parse_stream(stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE) ->
     return scanner.finish()
 
 
+def parse_path(path: str, source: str | None = None) -> ParseResult:
+    """Scan a log file; when ripgrep is installed it does the keyword prefilter.
+
+    rg finds the candidate lines (``-i -F``, the same keywords) several times faster than the
+    pure-Python block scan; the detailed parse of those lines is the same either way.
+    ``KB_NO_RG=1`` forces the pure-Python path.
+    """
+    source = source or path
+    rg = None if os.environ.get("KB_NO_RG") else shutil.which("rg")
+    if rg is None:
+        with open(path, "rb") as fh:
+            return parse_stream(fh, source)
+    argv = [rg, "--no-filename", "--no-line-number", "--no-heading", "--no-config", "--no-mmap", "-a", "-i", "-F"]
+    for kw in KEYWORDS:
+        argv += ["-e", kw]
+    argv += ["--", path]
+    scanner = LogScanner(source)
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+        assert proc.stdout is not None
+        feed = scanner.feed
+        for raw in proc.stdout:
+            feed(raw.decode("utf-8", "replace"))
+    if proc.returncode not in (0, 1):  # 1 = no match; anything else: fall back, lose nothing
+        with open(path, "rb") as fh:
+            return parse_stream(fh, source)
+    return scanner.finish()
+
+
 def _scan_block(block: bytes, scanner: LogScanner) -> None:
+    """Feed the lines of ``block`` that contain a keyword, in file order.
+
+    One ``bytes.find`` pass per keyword over the lower-cased block (C speed, about 1 GB/s
+    each); a single regex alternation is 30x slower in CPython's engine.
+    """
     low = block.lower()
-    search = _PREFILTER_B.search
-    rfind = low.rfind
     find = low.find
-    pos = 0
+    rfind = low.rfind
     n = len(low)
-    while pos < n:
-        m = search(low, pos)
-        if m is None:
-            return
-        start = rfind(b"\n", 0, m.start()) + 1
-        end = find(b"\n", m.end())
+    starts: set[int] = set()
+    for kw in _KEYWORDS_B:
+        p = find(kw)
+        while p >= 0:
+            start = rfind(b"\n", 0, p) + 1
+            end = find(b"\n", p)
+            if end < 0:
+                end = n
+            starts.add(start)
+            p = find(kw, end)
+    feed = scanner.feed
+    for start in sorted(starts):
+        end = find(b"\n", start)
         if end < 0:
             end = n
-        scanner.feed(block[start:end].decode("utf-8", "replace"))
-        pos = end + 1
+        feed(block[start:end].decode("utf-8", "replace"))

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from kb.parsers.base import ParseResult, set_fact, strip_ansi, trim
+from kb.parsers.base import ParseResult, strip_ansi, trim
 
 NAME = "vllm_metrics"
 
@@ -60,7 +60,7 @@ def stats_line(line: str) -> dict[str, Any] | None:
         mm = rx.search(line)
         if mm:
             value = float(mm.group(1)) * scale
-            out[key] = min(value, 1.0) if scale != 1.0 else value
+            out[key] = round(min(value, 1.0), 6) if scale != 1.0 else value
     return out
 
 
@@ -187,4 +187,3 @@ def _gauges(values: dict[str, list[float]], inf: dict[str, Any]) -> None:
     tput = _first(values, "sglang:gen_throughput", "vllm:avg_generation_throughput_toks_per_s")
     if tput:
         inf["output_tokens_per_s"] = sum(tput)
-    set_fact(inf, "engine", None)

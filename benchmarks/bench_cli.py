@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Start-up and per-call speed of `kb diagnose`, as ratios measured side by side in one run.
+
+* cold: wall time of `kb diagnose --facts <example>` in a fresh process, against the import
+  floor of its dependencies (`import pydantic, networkx, typer, experta`; experta needs the
+  compat shim on Python >= 3.10, so the floor imports it through `engine.compat`). Runs are
+  interleaved so that machine noise hits both sides alike; the median is reported.
+* warm: `kb.diagnose()` per call on every bundled example facts file, in one process.
+
+Targets (README): cold <= 1.3x the import floor; warm <= 10 ms per facts file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples" / "facts").glob("*.json"))
+FLOOR = "import engine.compat, pydantic, networkx, typer"
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    example = str(ROOT / "examples" / "facts" / "gpu_util.dataloader_bound.json")
+    cli = [sys.executable, "-m", "kb", "diagnose", "--facts", example]
+    floor = [sys.executable, "-c", FLOOR]
+    # warm the knowledge cache and the OS file cache once, and make sure the command works
+    first = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, check=False)
+    if first.returncode != 0:
+        sys.exit(f"kb diagnose failed ({first.returncode}): {first.stderr.strip()}")
+    cold, base = [], []
+    for _ in range(args.runs):
+        base.append(timed(floor))
+        cold.append(timed(cli))
+    c, b = statistics.median(cold), statistics.median(base)
+    print(f"import floor ({FLOOR}): {b * 1000:.0f} ms (median of {args.runs})")
+    print(f"cold `kb diagnose --facts`:  {c * 1000:.0f} ms (median of {args.runs})")
+    print(f"cold ratio: {c / b:.2f}x the import floor (target <= 1.3x)")
+
+    sys.path.insert(0, str(ROOT))
+    import kb
+
+    docs = [json.loads(p.read_text()) for p in EXAMPLES]
+    if not docs:
+        sys.exit("no examples/facts/*.json to measure")
+    for d in docs:
+        kb.diagnose(d)  # compile the rules once
+    reps = max(1, 300 // max(1, len(docs)))
+    t = time.perf_counter()
+    for _ in range(reps):
+        for d in docs:
+            kb.diagnose(d)
+    per = (time.perf_counter() - t) / (reps * len(docs))
+    print(f"warm kb.diagnose(): {per * 1000:.2f} ms per facts file over {len(docs)} examples "
+          f"x {reps} (target <= 10 ms)")
+
+
+if __name__ == "__main__":
+    main()

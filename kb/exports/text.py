@@ -1,0 +1,445 @@
+"""Helpers the exports share: Markdown escaping, the wording of conditions and the export
+chrome (headings), and the drawing model of the decision graphs that Mermaid and DOT render.
+
+Everything here is deterministic: it depends on the knowledge only, never on clocks,
+file times or dict order that the knowledge does not fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import networkx as nx
+
+from engine.conditions import base_path, describe, fmt_value, resolve_value
+from engine.errors import InputError
+from engine.facts import BRANCHES, fact_units
+from engine.knowledge import AnyOf, BranchGraph, Clause, Condition, Knowledge
+
+LANGS = ("en", "zh")
+
+#: export chrome: headings and connecting words that are not knowledge (the knowledge itself,
+#: every title, step, rule, command and threshold, comes from graphs/)
+CHROME: dict[str, dict[str, str]] = {
+    "en": {
+        "when": "When to use",
+        "when_intro": "Use this SOP when the user says:",
+        "branch": "Branch",
+        "symptom": "Symptom",
+        "words": "Trigger words",
+        "steps": "Steps",
+        "health": "Health checks (step 2)",
+        "check": "Check",
+        "command": "Command",
+        "look_for": "Look for",
+        "branches": "Branches",
+        "entry": "Enter when",
+        "first_tools": "First tools",
+        "decisions": "Decision points",
+        "run": "run",
+        "table": "Causes",
+        "cause": "Root cause",
+        "fix": "Fix",
+        "verify": "Verify",
+        "refs": "References",
+        "rules": "Hard rules",
+        "contract": "Output contract",
+        "contract_intro": "Answer with exactly this table, one row per finding, then three sentences:",
+        "contract_links": "Every recommendation cites at least one link from the reference index below.",
+        "index": "Reference index",
+        "about": "About",
+        "or": " or ",
+        "and": " and ",
+        "unknown_node": "not yet described",
+        "why": "Why",
+        "conditions": "Holds when",
+        "supporting": "Supporting evidence",
+        "severity": "Severity",
+        "expect": "expect",
+        "produces": "Produces",
+        "cost": "Cost (1 = seconds, 10 = a rerun)",
+        "env": "Environment",
+        "health_flag": "Health check",
+        "yes": "yes",
+        "no": "no",
+        "skill_desc": "Triage slow or failing GPU training and LLM inference with the kb expert system.",
+        "skill_when": "Use it when the user reports:",
+        "skill_how": "How to triage with kb",
+        "skill_facts": "Diagnose a facts file (JSON, schema: `kb schema`):",
+        "skill_input": "Or let kb parse raw artifacts (nvidia-smi, iostat, ps, py-spy, logs) from a folder:",
+        "skill_explain": "Explain one cause (conditions, fixes, verification, references):",
+        "skill_mcp": "Or serve the same tools to an MCP client:",
+        "skill_exit": "Exit codes: 0 nothing at or above --fail-on, 1 a finding, 2 bad input, 3 inconclusive.",
+        "skill_without": "Without kb, follow the steps below by hand.",
+        "skill_files": "Reference files",
+        "skill_causes": "every cause: symptom, conditions, fixes, verification, references",
+        "skill_checks": "every command that produces facts, and what to look for",
+        "skill_sources": "the reference index, grouped by topic",
+        "snippet_title": "GPU training / inference triage",
+        "snippet_intro": "When the user reports",
+        "snippet_do": "do not guess: gather facts and ask kb.",
+        "snippet_json": "structured diagnosis (findings, evidence, fixes, verification, links)",
+        "snippet_input": "the same from raw logs and tool outputs",
+        "snippet_mcp": "the same tools over MCP",
+        "snippet_explain": "one cause: conditions, fixes, verification, links",
+        "checks_title": "Checks",
+        "snippet_out": "Report kb's findings as its Markdown table plus three sentences; keep every link it cites.",
+    },
+    "zh": {
+        "when": "何时使用",
+        "when_intro": "用户提到以下情况时按本 SOP 执行：",
+        "branch": "分支",
+        "symptom": "症状",
+        "words": "触发词",
+        "steps": "步骤",
+        "health": "体检命令（第 2 步）",
+        "check": "检查",
+        "command": "命令",
+        "look_for": "关注",
+        "branches": "分支详解",
+        "entry": "进入条件",
+        "first_tools": "首选工具",
+        "decisions": "决策点",
+        "run": "运行",
+        "table": "根因速查",
+        "cause": "根因",
+        "fix": "修复",
+        "verify": "验证",
+        "refs": "参考资料",
+        "rules": "硬性规则",
+        "contract": "输出格式",
+        "contract_intro": "严格按下表作答，每条发现一行，再写三句话结论：",
+        "contract_links": "每条建议至少引用一个下方参考索引中的链接。",
+        "index": "参考索引",
+        "about": "简介",
+        "or": " 或 ",
+        "and": " 且 ",
+        "unknown_node": "尚未描述",
+        "why": "原因",
+        "conditions": "成立条件",
+        "supporting": "佐证",
+        "severity": "严重程度",
+        "expect": "预期",
+        "produces": "产出",
+        "cost": "代价（1 = 几秒，10 = 重跑）",
+        "env": "环境变量",
+        "health_flag": "体检命令",
+        "yes": "是",
+        "no": "否",
+        "skill_desc": "用 kb 专家系统定位 GPU 训练与 LLM 推理的性能问题和故障。",
+        "skill_when": "用户提到以下情况时使用：",
+        "skill_how": "用 kb 定位问题",
+        "skill_facts": "诊断一个事实文件（JSON，结构见 `kb schema`）：",
+        "skill_input": "或让 kb 直接解析目录中的原始输出（nvidia-smi、iostat、ps、py-spy、日志）：",
+        "skill_explain": "解释某个根因（条件、修复、验证、参考）：",
+        "skill_mcp": "或以 MCP 服务提供同样的工具：",
+        "skill_exit": "退出码：0 无达到 --fail-on 的发现，1 有发现，2 输入有误，3 无法判断。",
+        "skill_without": "没有 kb 时，按下面的步骤手动执行。",
+        "skill_files": "参考文件",
+        "skill_causes": "全部根因：症状、条件、修复、验证、参考",
+        "skill_checks": "所有产出事实的命令及关注点",
+        "skill_sources": "按主题分组的参考索引",
+        "snippet_title": "GPU 训练 / 推理问题定位",
+        "snippet_intro": "当用户提到",
+        "snippet_do": "时，不要猜：先收集事实，再交给 kb。",
+        "snippet_json": "结构化诊断（发现、证据、修复、验证、链接）",
+        "snippet_input": "直接从原始日志和工具输出诊断",
+        "snippet_mcp": "通过 MCP 提供同样的工具",
+        "snippet_explain": "单个根因：条件、修复、验证、链接",
+        "checks_title": "检查命令",
+        "snippet_out": "按 kb 的 Markdown 表加三句话结论汇报，保留它引用的每个链接。",
+    },
+}
+
+_SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "=", "!=": "≠"}
+
+
+def check_lang(lang: str) -> str:
+    if lang not in LANGS:
+        raise InputError("--lang", f"unknown language ({lang})", "Use en or zh")
+    return lang
+
+
+def chrome(lang: str, key: str) -> str:
+    return CHROME[lang][key]
+
+
+# ---------------------------------------------------------------- Markdown
+
+
+def cell(text: Any) -> str:
+    """Text safe inside a Markdown table cell (one line, pipes escaped)."""
+    return " ".join(str(text).replace("|", "\\|").split())
+
+
+def code(text: str, *, table: bool = False) -> str:
+    """An inline code span. In a table cell the pipe must still be escaped (GFM splits the row
+    before it reads code spans); backslashes stay as they are (code spans are literal)."""
+    text = " ".join(str(text).split())
+    if table:
+        text = text.replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def link(title: str, url: str) -> str:
+    return f"[{title.replace('[', '(').replace(']', ')')}]({url})"
+
+
+# ---------------------------------------------------------------- ordering
+
+
+def branch_order(kn: Knowledge) -> list[str]:
+    """Branches in the product's fixed order, then any others by id."""
+    known = [b for b in BRANCHES if b in kn.branches]
+    return known + sorted(b for b in kn.branches if b not in BRANCHES)
+
+
+def select_branches(kn: Knowledge, wanted: Iterable[str] | None) -> list[str]:
+    order = branch_order(kn)
+    wanted = list(wanted or [])
+    for b in wanted:
+        if b not in kn.branches:
+            raise InputError(f"--branch {b}", "unknown branch",
+                             f"Known branches: {', '.join(order)}")
+    return [b for b in order if b in wanted] if wanted else order
+
+
+def causes_of(kn: Knowledge, branch: str) -> list[str]:
+    """The causes of a branch, ordered by the decision graph (then by id)."""
+    b = kn.branches.get(branch)
+    seen: list[str] = []
+    if b is not None:
+        for nid in graph_order(b):
+            if nid in kn.causes and nid not in seen:
+                seen.append(nid)
+    rest = sorted(c for c, v in kn.causes.items() if v.branch == branch and c not in seen)
+    return seen + rest
+
+
+def graph_order(b: BranchGraph) -> list[str]:
+    """Node ids of a branch graph in topological order, ties broken by file order."""
+    ids: list[str] = [n.id for n in b.nodes]
+    for e in b.edges:
+        for end in (e.source, e.target):
+            if end not in ids:
+                ids.append(end)
+    pos = {n: i for i, n in enumerate(ids)}
+    g = nx.DiGraph()
+    g.add_nodes_from(ids)
+    g.add_edges_from((e.source, e.target) for e in b.edges)
+    try:
+        return list(nx.lexicographical_topological_sort(g, key=lambda n: pos[n]))
+    except nx.NetworkXUnfeasible:  # a cycle (kb validate reports it): keep the file order
+        return ids
+
+
+# ---------------------------------------------------------------- wording of conditions
+
+
+class Wording:
+    """Words for conditions, decision answers and graph nodes, in one language."""
+
+    def __init__(self, kn: Knowledge, lang: str) -> None:
+        self.kn = kn
+        self.lang = check_lang(lang)
+        self.units = fact_units()
+        self.nodes = {n.id: (b, n) for b in kn.branches.values() for n in b.nodes}
+
+    def t(self, key: str) -> str:
+        return CHROME[self.lang][key]
+
+    def node_label(self, raw: str) -> str:
+        """What a decision-graph node id reads as: node label, cause title, or branch title."""
+        if raw in self.kn.causes:
+            return self.kn.causes[raw].title.get(self.lang)
+        if raw in self.nodes:
+            return self.nodes[raw][1].label.get(self.lang)
+        if raw.startswith("branch:") and raw[7:] in self.kn.branches:
+            return self.kn.branches[raw[7:]].title.get(self.lang)
+        return raw
+
+    def value(self, cond: Condition) -> str:
+        value = resolve_value(cond, self.kn, None)
+        unit = self.units.get(base_path(cond.fact), "")
+        if not unit and isinstance(cond.value, str) and cond.value.startswith("$"):
+            th = self.kn.thresholds.get(cond.value[1:])
+            unit = th.unit if th is not None else ""
+        if unit in ("count", "fraction"):
+            unit = ""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = float(value)
+            if value.is_integer() and abs(value) < 1e15:
+                return fmt_value(int(value), unit) if unit else str(int(value))
+        return fmt_value(value, unit)
+
+    def condition(self, cond: Condition) -> str:
+        """``gpu.utilization_samples.mean < 40%``; the knowledge's own words where it has them;
+        a decision reads as ``<question> → <answer>``."""
+        if cond.fact.startswith("decision.") and cond.op == "==":
+            answer = self.answer(cond.fact[len("decision."):], cond.value)
+            if answer is not None:
+                return answer
+        if cond.text is not None:
+            return describe(cond, self.kn, self.lang, self.units)
+        if cond.op in _SYMBOLS:
+            return f"{cond.fact} {_SYMBOLS[cond.op]} {self.value(cond)}"
+        return describe(cond, self.kn, self.lang, self.units)
+
+    def clause(self, clause: Clause) -> str:
+        if isinstance(clause, AnyOf):
+            return "(" + self.t("or").join(self.condition(c) for c in clause.any) + ")"
+        return self.condition(clause)
+
+    def clauses(self, clauses: Iterable[Clause]) -> str:
+        return self.t("and").join(self.clause(c) for c in clauses)
+
+    def answer(self, node_id: str, value: Any) -> str | None:
+        """``decision.<node> == <answer>`` in words: the question and the chosen edge's label."""
+        found = self.nodes.get(node_id)
+        if found is None:
+            return None
+        b, node = found
+        for e in b.edges:
+            if e.source == node_id and e.answer == value:
+                label = e.label.get(self.lang) if e.label else str(value)
+                return f"{node.label.get(self.lang)} → {label}"
+        return f"{node.label.get(self.lang)} → {value}"
+
+    def edge_label(self, edge: Any) -> str:
+        parts = []
+        if edge.label is not None:
+            parts.append(edge.label.get(self.lang))
+        if edge.when:
+            parts.append(self.clauses(edge.when))
+        return ": ".join(parts)
+
+
+# ---------------------------------------------------------------- drawing model
+
+#: the seed's colour scheme (fill, stroke) per drawn kind; start and tool nodes stay plain
+COLOURS: dict[str, tuple[str, str]] = {
+    "question": ("#FDE8A9", "#E7C56D"),
+    "problem": ("#F6CED0", "#D98F92"),
+    "optimisable": ("#CFE0F3", "#8AB0DB"),
+    "fixed": ("#D4E8CF", "#94C18A"),
+}
+
+
+@dataclass
+class DNode:
+    id: str
+    label: list[str]  # lines
+    kind: str  # start, question, problem, optimisable, fixed, tool, plain
+
+
+@dataclass
+class DEdge:
+    source: str
+    target: str
+    label: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Drawing:
+    name: str
+    title: str
+    nodes: list[DNode] = field(default_factory=list)
+    edges: list[DEdge] = field(default_factory=list)
+
+    def node(self, nid: str, label: list[str], kind: str) -> None:
+        if all(n.id != nid for n in self.nodes):
+            self.nodes.append(DNode(nid, label, kind))
+
+
+def overview_drawing(kn: Knowledge, lang: str) -> Drawing:
+    """Symptom question -> the branches (coloured by overview_kind) -> each branch's first tools."""
+    d = Drawing("overview", kn.sop.get("title", {}).get(lang, "overview"))
+    triggers = kn.sop.get("triggers", {}).get(lang) or []
+    question = (kn.sop.get("classify", {}).get("question") or {}).get(lang, "?")
+    d.node("start", [" / ".join(triggers)] if triggers else ["?"], "start")
+    d.node("symptom", [question], "question")
+    d.edges.append(DEdge("start", "symptom"))
+    for bid in branch_order(kn):
+        b = kn.branches[bid]
+        d.node(f"branch:{bid}", [bid], b.overview_kind)
+        d.edges.append(DEdge("symptom", f"branch:{bid}", [b.title.get(lang)]))
+        tools = [kn.checks[t].title.get(lang) if t in kn.checks else t for t in b.first_tools]
+        d.node(f"tools:{bid}", tools, "tool")
+        d.edges.append(DEdge(f"branch:{bid}", f"tools:{bid}"))
+    return d
+
+
+def branch_drawing(kn: Knowledge, bid: str, lang: str, *, fixes: bool = True) -> Drawing:
+    """One branch's decision graph; causes are problem leaves, with their fixes when asked."""
+    w = Wording(kn, lang)
+    b = kn.branches[bid]
+    d = Drawing(bid, b.title.get(lang))
+    own = {n.id: n for n in b.nodes}
+    for nid in graph_order(b):
+        if nid in own:
+            d.node(nid, [own[nid].label.get(lang)], own[nid].kind)
+        elif nid in kn.causes:
+            c = kn.causes[nid]
+            d.node(nid, [c.title.get(lang)], "problem")
+        elif nid.startswith("branch:") and nid[7:] in kn.branches:
+            d.node(nid, [w.node_label(nid)], kn.branches[nid[7:]].overview_kind)
+        else:  # an edge to a node or cause that is not written yet
+            d.node(nid, [nid], "plain")
+    for e in b.edges:
+        label = []
+        if e.label is not None:
+            label.append(e.label.get(lang))
+        if e.when:
+            label.append(w.clauses(e.when))
+        d.edges.append(DEdge(e.source, e.target, label))
+    if fixes:
+        for cid in causes_of(kn, bid):
+            if not any(n.id == cid for n in d.nodes):
+                continue
+            c = kn.causes[cid]
+            d.node(f"fix:{cid}", [f"{i}. {f.command}" for i, f in enumerate(c.fixes, 1)], "fixed")
+            d.edges.append(DEdge(cid, f"fix:{cid}"))
+    return d
+
+
+def drawings(kn: Knowledge, lang: str, branch: str | None, *, fixes: bool = True) -> list[Drawing]:
+    """``overview`` alone, one branch alone, or (None) the overview and every branch."""
+    check_lang(lang)
+    check_graph_branch(kn, branch)
+    if branch == "overview":
+        return [overview_drawing(kn, lang)]
+    if branch is not None:
+        return [branch_drawing(kn, branch, lang, fixes=fixes)]
+    return [overview_drawing(kn, lang)] + [
+        branch_drawing(kn, b, lang, fixes=fixes) for b in branch_order(kn)]
+
+
+def check_graph_branch(kn: Knowledge, branch: str | None) -> None:
+    if branch is not None and branch != "overview" and branch not in kn.branches:
+        raise InputError(f"--branch {branch}", "unknown branch",
+                         f"Known: overview, {', '.join(branch_order(kn))}")
+
+
+_RESERVED = {"end", "graph", "subgraph", "style", "classdef", "class", "click", "flowchart",
+             "direction", "linkstyle", "default", "call", "href"}
+
+
+def safe_ids(d: Drawing) -> dict[str, str]:
+    """A stable, collision-free ``[A-Za-z_][A-Za-z0-9_]*`` id for every drawn node."""
+    import re
+
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for n in d.nodes:
+        base = re.sub(r"[^A-Za-z0-9_]", "_", n.id) or "n"
+        if base[0].isdigit() or base.lower() in _RESERVED:
+            base = f"n_{base}"
+        sid, i = base, 2
+        while sid in used:
+            sid, i = f"{base}_{i}", i + 1
+        used.add(sid)
+        out[n.id] = sid
+    return out

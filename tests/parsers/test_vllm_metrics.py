@@ -1,0 +1,64 @@
+"""Every vllm_metrics sample in /work/shared/formats parses into exactly these facts."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.parsers._fixtures import load, same
+
+NAN = float("nan")
+
+CASES = [
+    ('metrics_sglang.prom', 'vllm_metrics', {'inference': {'engine': 'sglang', 'num_running': 0.0, 'kv_cache_usage': 0.0, 'output_tokens_per_s': 0.0}}),
+    ('metrics_sglang_dp.prom', 'vllm_metrics', {'inference': {'engine': 'sglang', 'num_waiting': 0.0, 'output_tokens_per_s': 177.17852687347417}}),
+    ('metrics_v0.prom', 'vllm_metrics', {'inference': {'engine': 'vllm', 'ttft_ms_p50': 19.508929, 'ttft_ms_p99': 39.973737}}),
+    ('metrics_v0_hist_tail.prom', 'vllm_metrics', {'inference': {'engine': 'vllm', 'ttft_ms_p50': 3750.0, 'ttft_ms_p99': 7425.0}}),
+    ('metrics_v1.prom', 'vllm_metrics', {'inference': {'engine': 'vllm', 'kv_cache_usage': 9.75010481363281e-06, 'prefix_cache_hit_rate': 0.0}}),
+]
+
+
+@pytest.mark.parametrize(("fixture", "fmt", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_sample(fixture: str, fmt: str, expected: dict) -> None:
+    bundle = load(fixture)
+    assert bundle.sources[next(iter(bundle.sources))] == fmt
+    assert same(bundle.facts, expected), bundle.facts
+
+
+def test_quantile_interpolates_inside_the_bucket() -> None:
+    from kb.parsers.vllm_metrics import quantile
+
+    buckets = [(0.01, 0.0), (0.02, 50.0), (0.04, 100.0), (float("inf"), 100.0)]
+    assert quantile(0.5, buckets) == 0.02
+    assert quantile(0.75, buckets) == 0.03
+    assert quantile(0.5, [(1.0, 0.0), (float("inf"), 0.0)]) is None
+    assert quantile(0.99, [(1.0, 10.0), (float("inf"), 100.0)]) == 1.0  # in +Inf: largest bound
+
+
+def test_v1_histograms_counters_and_engines_sum() -> None:
+    from kb.parsers import vllm_metrics
+
+    text = """# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 5.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 7.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.5
+vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.9
+vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.1
+vllm:num_preemptions_total{engine="0",model_name="m"} 4.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 200.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 50.0
+vllm:inter_token_latency_seconds_bucket{le="0.01",model_name="m"} 10.0
+vllm:inter_token_latency_seconds_bucket{le="0.02",model_name="m"} 30.0
+vllm:inter_token_latency_seconds_bucket{le="+Inf",model_name="m"} 30.0
+vllm:request_time_per_output_token_seconds_bucket{le="0.05",model_name="m"} 2.0
+vllm:request_time_per_output_token_seconds_bucket{le="+Inf",model_name="m"} 2.0
+vllm:request_time_per_output_token_seconds_created{model_name="m"} 1.7e+09
+vllm:request_prompt_tokens_sum{model_name="m"} 1000.0
+vllm:request_prompt_tokens_count{model_name="m"} 4.0
+"""
+    res = vllm_metrics.parse(text.splitlines(True), "m")
+    assert res.facts == {"inference": {
+        "engine": "vllm", "num_running": 8.0, "num_waiting": 7.0, "kv_cache_usage": 0.9, "preemptions": 4,
+        "prefix_cache_hit_rate": 0.25, "tpot_ms_p50": 25.0, "tpot_ms_p99": 49.5, "itl_ms_p50": 12.5,
+        "mean_prompt_tokens": 250.0,
+    }}
