@@ -100,9 +100,19 @@ def test(op: str, actual: Any, expected: Any) -> bool:
     raise ValueError(f"unknown operator {op!r}")
 
 
+def other_value(cond: Condition, facts: dict[str, Any]) -> Any:
+    """For ``value: "@path"``: the other fact's value times ``scale`` (None if unknown)."""
+    other = facts.get(cond.other_fact) if cond.other_fact else None
+    if other is None:
+        return None
+    if cond.scale != 1.0 and isinstance(other, (int, float)) and not isinstance(other, bool):
+        return other * cond.scale
+    return other
+
+
 def evaluate(cond: Condition, facts: dict[str, Any], kn: Knowledge,
              overrides: dict[str, float] | None = None) -> bool | None:
-    """Three-valued: True, False, or None when the fact is unknown."""
+    """Three-valued: True, False, or None when the fact (or the fact compared to) is unknown."""
     present = cond.fact in facts
     if cond.op == "exists":
         return present
@@ -110,6 +120,11 @@ def evaluate(cond: Condition, facts: dict[str, Any], kn: Knowledge,
         return not present
     if not present:
         return None
+    if cond.other_fact is not None:
+        expected = other_value(cond, facts)
+        if expected is None:
+            return None
+        return test(cond.op, facts[cond.fact], expected)
     return test(cond.op, facts[cond.fact], resolve_value(cond, kn, overrides))
 
 
@@ -164,6 +179,9 @@ def describe(cond: Condition, kn: Knowledge, lang: str, units: dict[str, str],
     words = _OP_WORDS["zh" if lang == "zh" else "en"][cond.op]
     if cond.op in ("exists", "missing"):
         return f"{cond.fact} {words}"
+    if cond.other_fact is not None:
+        scale = "" if cond.scale == 1.0 else f"{fmt_value(cond.scale)} × "
+        return f"{cond.fact} {words} {scale}{cond.other_fact}"
     value = resolve_value(cond, kn, overrides)
     return f"{cond.fact} {words} {fmt_value(value, units.get(base_path(cond.fact), ''))}"
 

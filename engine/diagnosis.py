@@ -93,13 +93,17 @@ class Reasoner:
         self._node_check: dict[str, str] = {}
         self._edge_facts: dict[str, set[str]] = {}
         self._rule_clauses = {spec[0]: spec[1] for spec in rules.rule_specs(kn)}
+        self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
+        hc = list(kn.sop.get("health_checks", []))
+        self._health_order = {cid: i for i, cid in enumerate(hc)}
         for b in kn.branches.values():
             for node in b.nodes:
                 if node.check:
                     self._node_check[node.id] = node.check
             for e in b.edges:
                 if e.when:
-                    facts = {base_path(c.fact) for c in _conditions(e.when)}
+                    facts = {base_path(f) for c in _conditions(e.when)
+                             for f in (c.fact, c.other_fact) if f}
                     self._edge_facts.setdefault(e.source, set()).update(facts)
 
     def diagnose(self, facts: Facts, extra_branches: dict[str, list[str]] | None = None) -> Diagnosis:
@@ -162,7 +166,9 @@ class Reasoner:
         conds = self._cond_results(list(cause.conditions), known, run.derived_by)
         support = self._cond_results(list(cause.supporting), known, run.derived_by)
         groups = [evaluate_clause(cl, known, self.kn, self.overrides) for cl in cause.conditions]
-        missing = sorted({c.fact for c in conds if c.holds is None})
+        missing = sorted({f for c in conds if c.holds is None
+                          for f in (c.fact, c.condition.other_fact)
+                          if f is not None and f not in known})
         if cid in confirmed:
             state = "confirmed"
             true_support = sum(1 for s in support if s.holds is True)
@@ -227,7 +233,8 @@ class Reasoner:
             elif not separates:
                 continue
             health_first = 0 if (chk.health_check and (only_symptom or not in_play)) else 1
-            key = (health_first, -len(separates), chk.cost, chk.id)
+            key = (health_first, -len(separates), chk.cost,
+                   self._health_order.get(chk.id, len(self._health_order)), chk.id)
             suggestions.append((key, CheckSuggestion(
                 check_id=chk.id, separates=sorted(separates), facts=sorted(facts_hit),
                 decides=decides, health_check=chk.health_check)))
@@ -236,14 +243,15 @@ class Reasoner:
 
     # -- status ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _status(results: list[CauseResult], in_play: set[str], facts: Facts,
+    def _status(self, results: list[CauseResult], in_play: set[str], facts: Facts,
                 flat: dict[str, Any]) -> Status:
+        # healthy needs a measurement that could have put a branch in play (an entry fact)
+        entry_paths = self._entry_paths
         if any(r.state == "confirmed" for r in results):
             return "confirmed"
         if any(r.state == "hypothesis" for r in results):
             return "hypotheses"
-        observed = [k for k in flat if not k.startswith(("symptom", "tools.", "env."))]
+        observed = [k for k in flat if k in entry_paths]
         if not in_play:
             # measurements that put no branch in play are a healthy job; nothing is nothing
             return "healthy" if observed else "inconclusive"

@@ -131,6 +131,8 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
     def check_value(place: str, value: Any) -> None:
         if isinstance(value, str) and value.startswith("$") and value[1:] not in kn.thresholds:
             problems.append(f"{place}: unknown threshold '{value}'")
+        if isinstance(value, str) and value.startswith("@"):
+            check_fact(place, value[1:])
 
     for node, data in g.nodes(data=True):
         if "type" not in data:

@@ -60,14 +60,22 @@ class WordList(_Model):
 class Condition(_Model):
     """One declarative test on a fact: ``fact op value``.
 
-    ``value`` may name a threshold as ``"$<threshold id>"``. ``text`` overrides the generated
-    human wording.
+    ``value`` may name a threshold as ``"$<threshold id>"``, or another fact as
+    ``"@<fact path>"`` (compared after multiplying it by ``scale``). ``text`` overrides the
+    generated human wording.
     """
 
     fact: str = Field(pattern=r"^[a-z_][a-z0-9_]*(\.[A-Za-z0-9_]+)*$")
     op: Op
     value: Any = None
+    scale: float = 1.0
     text: Text | None = None
+
+    @property
+    def other_fact(self) -> str | None:
+        """The fact compared against, for ``value: "@path"``."""
+        v = self.value
+        return v[1:] if isinstance(v, str) and v.startswith("@") else None
 
     @model_validator(mode="after")
     def _value_matches_op(self) -> "Condition":
@@ -78,6 +86,8 @@ class Condition(_Model):
             raise ValueError(f"op '{self.op}' needs a value")
         if self.op == "in" and not isinstance(self.value, list):
             raise ValueError("op 'in' needs a list value")
+        if self.scale != 1.0 and self.other_fact is None:
+            raise ValueError("'scale' applies only to a value of the form '@<fact path>'")
         return self
 
 

@@ -14,6 +14,8 @@ Each fired rule is recorded so that a finding can show the chain that led to it.
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -47,7 +49,30 @@ def _pred(op: str, expected: Any) -> Callable[[Any], bool]:
     return check
 
 
+def _join(cond: Condition, key: str) -> Any:
+    """``fact op scale * other``: two facts joined on variables, then a test over both."""
+    a, b = f"{key}a", f"{key}b"
+    op, scale = cond.op, cond.scale
+
+    def check(**kw: Any) -> bool:
+        other = kw[b]
+        if scale != 1.0:
+            if isinstance(other, bool) or not isinstance(other, (int, float)):
+                return False
+            other = other * scale
+        return test(op, kw[a], other)
+
+    # experta passes bound variables by the test function's parameter names
+    check.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in (a, b)])
+    return experta.AND(_PathFact(path=cond.fact, value=experta.W(a)),
+                       _PathFact(path=cond.other_fact, value=experta.W(b)),
+                       experta.TEST(check))
+
+
 def _pattern(cond: Condition, kn: Knowledge, overrides: dict[str, float] | None) -> Any:
+    if cond.other_fact is not None:
+        return _join(cond, "j" + hashlib.sha1(repr(cond).encode()).hexdigest()[:10])
     if cond.op == "exists":
         return _PathFact(path=cond.fact)
     if cond.op == "missing":
@@ -104,9 +129,13 @@ def rule_specs(kn: Knowledge) -> list[tuple[str, list[Clause], str, Any, str]]:
 
 
 def compile_engine(kn: Knowledge, overrides: dict[str, float] | None = None) -> type:
-    """Build a KnowledgeEngine subclass whose rules are the knowledge's rules."""
+    """Build a KnowledgeEngine subclass whose rules are all the knowledge's rules."""
+    return _compile(rule_specs(kn), kn, overrides)
+
+
+def _compile(specs: list, kn: Knowledge, overrides: dict[str, float] | None) -> type:
     attrs: dict[str, Any] = {}
-    for n, (rule_id, clauses, kind, target, value) in enumerate(rule_specs(kn)):
+    for n, (rule_id, clauses, kind, target, value) in enumerate(specs):
         lhs = _lhs(clauses, kn, overrides)
         if kind == "derive":
             action = _derive_action(rule_id, target, value)
@@ -118,32 +147,106 @@ def compile_engine(kn: Knowledge, overrides: dict[str, float] | None = None) -> 
     return type("CompiledKnowledge", (experta.KnowledgeEngine,), attrs)
 
 
-def used_paths(kn: Knowledge) -> set[str]:
-    """Fact paths that some rule tests: only these need to enter the rule engine."""
+def _spec_paths(clauses: list[Clause]) -> set[str]:
     out: set[str] = set()
-    for _rule_id, clauses, _kind, _target, _value in rule_specs(kn):
-        for cl in clauses:
-            out.update(c.fact for c in (cl.any if isinstance(cl, AnyOf) else [cl]))
+    for cl in clauses:
+        for c in (cl.any if isinstance(cl, AnyOf) else [cl]):
+            out.add(c.fact)
+            if c.other_fact:
+                out.add(c.other_fact)
     return out
 
 
-class Runner:
-    """One compiled engine, reused: building experta's RETE network is the costly part, so it
-    is built once and ``reset()`` between runs (serialised by a lock)."""
+def partitions(kn: Knowledge) -> list[list[tuple[str, list[Clause], str, Any, Any]]]:
+    """Rule specs split into independent groups (one per branch, merged where a rule of one
+    branch tests a fact derived by another). Each group can run in its own small engine with
+    exactly the same outcome, and a group none of whose facts is present need not run."""
+    specs = rule_specs(kn)
+    owner: dict[str, str] = {}  # derived fact -> branch
+    for b in kn.branches.values():
+        owner[f"branch.{b.id}"] = b.id
+        for n in b.nodes:
+            owner[f"decision.{n.id}"] = b.id
+    parent = {b: b for b in kn.branches}
 
-    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
-        self._engine = compile_engine(kn, overrides)()
-        self._used = used_paths(kn)
-        self._lock = threading.Lock()
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def spec_branch(rule_id: str, kind: str, target: Any) -> str:
+        if kind == "confirm":
+            return kn.causes[target].branch
+        return owner.get(target, rule_id.split(":")[1].split(".")[0])
+
+    for rule_id, clauses, kind, target, _value in specs:
+        home = spec_branch(rule_id, kind, target)
+        for path in _spec_paths(clauses):
+            other = owner.get(path)
+            if other is not None and find(other) != find(home):
+                parent[find(other)] = find(home)
+    groups: dict[str, list[tuple[str, list[Clause], str, Any, Any]]] = {}
+    for spec in specs:
+        groups.setdefault(find(spec_branch(spec[0], spec[2], spec[3])), []).append(spec)
+    return [groups[k] for k in sorted(groups)]
+
+
+class _Part:
+    def __init__(self, specs: list, kn: Knowledge, overrides: dict[str, float] | None) -> None:
+        self.engine = _compile(specs, kn, overrides)()
+        self.used = set().union(*(_spec_paths(s[1]) for s in specs))
+        # a fact tested only with `==` against constants matters only when it has one of them
+        self.only_eq: dict[str, list[Any]] = {}
+        other_ops: set[str] = set()
+        for spec in specs:
+            for cl in spec[1]:
+                for c in (cl.any if isinstance(cl, AnyOf) else [cl]):
+                    if c.op == "==" and not (isinstance(c.value, str) and c.value[:1] in "$@"):
+                        self.only_eq.setdefault(c.fact, []).append(c.value)
+                    else:
+                        other_ops.add(c.fact)
+                    if c.other_fact:
+                        other_ops.add(c.other_fact)
+        for path in other_ops:
+            self.only_eq.pop(path, None)
+        self.empty = self._run({})  # what the rules derive from no facts at all
+
+    def _run(self, facts: dict[str, Any]) -> RunResult:
+        eng = self.engine
+        eng._kb_result = RunResult()
+        eng.reset()
+        if facts:  # one declare call: experta recomputes activations once per call
+            eng.declare(*[_PathFact(path=p, value=v) for p, v in facts.items()])
+        eng.run()
+        return eng._kb_result
 
     def run(self, facts: dict[str, Any]) -> RunResult:
-        """Declare the facts that rules test and run the rules to a fixed point."""
+        relevant = {p: v for p, v in facts.items() if p in self.used}
+        if all(p in self.only_eq and v not in self.only_eq[p] for p, v in relevant.items()):
+            e = self.empty
+            return RunResult(dict(e.derived), dict(e.derived_by), list(e.confirmed), list(e.fired))
+        return self._run(relevant)
+
+
+class Runner:
+    """The compiled rules, reused across diagnoses: building experta's RETE network is the
+    costly part, so each partition's engine is built once and ``reset()`` between runs
+    (serialised by a lock)."""
+
+    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
+        self._lock = threading.Lock()
         with self._lock:
-            eng = self._engine
-            eng._kb_result = RunResult()
-            eng.reset()
-            for path, value in facts.items():
-                if path in self._used:
-                    eng.declare(_PathFact(path=path, value=value))
-            eng.run()
-            return eng._kb_result
+            self._parts = [_Part(specs, kn, overrides) for specs in partitions(kn)]
+
+    def run(self, facts: dict[str, Any]) -> RunResult:
+        """Run every partition to a fixed point and merge the results (in a fixed order)."""
+        out = RunResult()
+        with self._lock:
+            for part in self._parts:
+                r = part.run(facts)
+                out.derived.update(r.derived)
+                out.derived_by.update(r.derived_by)
+                out.confirmed.extend(r.confirmed)
+                out.fired.extend(r.fired)
+        return out

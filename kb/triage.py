@@ -236,8 +236,8 @@ def _update(dst: dict[str, Any], src: dict[str, Any]) -> list[str]:
 
     def walk(d: dict[str, Any], s: dict[str, Any], prefix: str) -> None:
         for k, v in s.items():
-            if isinstance(v, dict) and isinstance(d.get(k), dict):
-                walk(d[k], v, f"{prefix}{k}.")
+            if isinstance(v, dict) and v and isinstance(d.get(k, {}), dict):
+                walk(d.setdefault(k, {}), v, f"{prefix}{k}.")
             else:
                 if d.get(k) != v:
                     changed.append(f"{prefix}{k}")

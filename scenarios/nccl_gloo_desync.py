@@ -84,10 +84,10 @@ def main() -> int:
     for stale in [*out.glob("rank*.pid"), *out.glob("rank*.hanging")]:
         stale.unlink()
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={WORLD_SIZE}", __file__, "--child", "--out", str(out)]
+           f"--nproc-per-node={WORLD_SIZE}", str(c.stage(__file__)), "--child"]
     # TORCH_CPP_LOG_LEVEL=INFO: c10d's own lines, as users enable them when chasing hangs.
-    proc = c.launch_cmd(cmd, out / "train.log",
-                        {"TORCH_CPP_LOG_LEVEL": "INFO", "OMP_NUM_THREADS": "1"})
+    proc = c.launch_cmd(cmd, out / "train.log", {"TORCH_CPP_LOG_LEVEL": "INFO",
+                                                 "OMP_NUM_THREADS": "1", c.OUT_ENV: str(out)})
     deadline = time.monotonic() + TIMEOUT_S + 50
     markers = [out / f"rank{r}.hanging" for r in range(WORLD_SIZE)]
     while time.monotonic() < deadline and proc.poll() is None:

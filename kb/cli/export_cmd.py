@@ -35,7 +35,8 @@ class RefFormat(str, Enum):
 
 
 LangOpt = Annotated[Lang, typer.Option("--lang", help="language of the text")]
-OutOpt = Annotated[Optional[str], typer.Option("--output", "-o", help="write here instead of stdout")]
+OutOpt = Annotated[Optional[str], typer.Option(
+    "--output", "-o", help="write here instead of stdout")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="overwrite the output if it exists")]
 GraphBranchOpt = Annotated[Optional[str], typer.Option(
     "--branch", help="one branch id, or 'overview'; default: the overview and every branch "

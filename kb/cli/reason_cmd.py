@@ -38,12 +38,12 @@ def explain(
 
 _WORDS = {
     "en": {"run": "Run", "look_for": "Look for", "question": "Question", "decides": "decides",
-           "reply": "Paste its output (end with an empty line), give a file path, or answer",
+           "reply": "Paste its output (end with a line '.'), give a file path, or answer",
            "skip": "blank to skip", "choose": "Choose a number or an id (blank to skip)",
            "error": "cannot use that answer", "done": "Confirmed", "exhausted": "No more checks",
            "saved": "facts saved to"},
     "zh": {"run": "运行", "look_for": "关注", "question": "问题", "decides": "判定",
-           "reply": "粘贴命令输出（以空行结束）、给出文件路径，或直接回答",
+           "reply": "粘贴命令输出（以只含 '.' 的一行结束）、给出文件路径，或直接回答",
            "skip": "留空跳过", "choose": "输入序号或 id（留空跳过）",
            "error": "无法使用这个回答", "done": "已确认", "exhausted": "没有更多检查",
            "saved": "事实已保存到"},
@@ -65,14 +65,21 @@ def _ask(text: str) -> str | None:
         return None
 
 
+#: a pasted output ends at a line holding only one of these, at two empty lines, or at EOF
+PASTE_END = (".", "EOF")
+
+
 def _read_paste(first: str) -> str:
+    """The rest of a pasted output (outputs such as iostat's contain single empty lines)."""
     lines = [first]
     while True:
         more = _ask("")
-        if more is None or not more.strip():
+        if more is None or more.strip() in PASTE_END:
+            break
+        if not more.strip() and lines and not lines[-1].strip():
             break
         lines.append(more)
-    return "\n".join(lines)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 @handle_errors

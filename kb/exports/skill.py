@@ -20,7 +20,7 @@ from engine.errors import KbError
 from engine.knowledge import Knowledge
 from kb.exports import refs as refs_mod
 from kb.exports.agents_md import check_command
-from kb.exports.text import (Wording, branch_order, causes_of, check_lang, code, link)
+from kb.exports.text import Wording, branch_order, causes_of, check_lang, code, link
 
 NAME = "gpu-triage"
 FILES = ("SKILL.md", "references/causes.md", "references/checks.md", "references/sources.md")
@@ -161,7 +161,7 @@ def write(kn: Knowledge, directory: str | Path, *, lang: str = "en",
 
 
 def snippet(kn: Knowledge, lang: str = "en") -> str:
-    """A short AGENTS.md section that points an agent at ``kb diagnose --format json``/``kb mcp``."""
+    """A short AGENTS.md section pointing agents at ``kb diagnose --format json`` and ``kb mcp``."""
     w = Wording(kn, lang)
     t = w.t
     triggers = kn.sop.get("triggers", {}).get(lang) or []

@@ -45,7 +45,7 @@ _KEY_VALUE = re.compile(
     r"(?i)" + _NOT_ALNUM_BEFORE
     + r"((?:[A-Za-z0-9]+[_\-.])*(?:" + _SECRET_NAMES + r")(?:[_\-][A-Za-z0-9]+)*)"
     + r"([\"']?\s*[:=]\s*)(?!\[REDACTED\])"
-    + r"(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'`]+)")
+    + r"(\"[^\"\n]*\"?|'[^'\n]*'?|[^\s\"'`]+)")
 _FLAG_VALUE = re.compile(
     r"(?i)(--?(?:[a-z0-9]+-)*(?:password|passwd|token|secret|api-key|apikey|auth-token)\s+)"
     r"(?!\[REDACTED\])(?!-)(\S+)")
@@ -73,13 +73,15 @@ _FQDN = re.compile(
 
 def _sub_ipv6(m: re.Match[str]) -> str:
     text = m.group(0)
-    core = text.rstrip(".:")
-    tail = text[len(core):]
-    try:
-        ipaddress.IPv6Address(core)
-    except ValueError:
-        return text
-    return IP + tail
+    for core in (text, text.rstrip("."), text.rstrip(".:")):
+        if core in ("", "::"):  # the unspecified address names no host
+            continue
+        try:
+            ipaddress.IPv6Address(core)
+        except ValueError:
+            continue
+        return IP + text[len(core):]
+    return text
 
 
 def _redact_piece(text: str, hosts: bool) -> str:

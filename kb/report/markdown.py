@@ -9,16 +9,18 @@ from engine.knowledge import Knowledge
 from kb.report.model import Report
 
 
-def cell(text: str) -> str:
-    """Make text safe inside a Markdown table cell."""
-    return " ".join(str(text).replace("\\", "\\\\").replace("|", "\\|").split())
+def cell(text: str, in_table: bool = True) -> str:
+    """Make text safe on one line; inside a table cell, pipes are escaped (GFM requires it
+    even inside code spans)."""
+    flat = " ".join(str(text).split())
+    return flat.replace("|", "\\|") if in_table else flat
 
 
-def code(text: str) -> str:
+def code(text: str, in_table: bool = True) -> str:
     # a backtick inside a command would end the code span early: use a longer fence
     fence = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{cell(text)}{pad}{fence}"
+    return f"{fence}{pad}{cell(text, in_table)}{pad}{fence}"
 
 
 def _ev(e: Any) -> str:
@@ -83,8 +85,8 @@ def render(report: Report, kn: Knowledge) -> str:
         for i, c in enumerate(report.next_checks[:8], 1):
             sep = ", ".join(code(s) for s in c.separates)
             tail = f"; {t('labels', 'separates')}: {sep}" if sep else ""
-            lines.append(f"{i}. {code(c.command)} — {cell(c.title)}. "
-                         f"{t('labels', 'look_for')}: {cell(c.look_for)}{tail}")
+            lines.append(f"{i}. {code(c.command, False)} — {cell(c.title, False)}. "
+                         f"{t('labels', 'look_for')}: {cell(c.look_for, False)}{tail}")
         lines.append("")
     if report.warnings:
         lines.append(f"### {t('headings', 'warnings')}")

@@ -132,3 +132,21 @@ def test_any_valid_facts_run_and_are_deterministic(gpu, disk, symptom, wait) -> 
     for f in r1.findings:
         assert f.references and f.fixes and f.verify
         assert all(math.isfinite(f.confidence) for f in r1.findings)
+
+
+def test_fact_to_fact_condition_through_the_rules(kn) -> None:
+    # num_running pinned at --max-num-seqs: a join of two facts inside experta
+    base = {"inference": {"num_waiting": 40, "kv_cache_usage": 0.5, "max_num_seqs": 512}}
+    pinned = kb.diagnose({"inference": {**base["inference"], "num_running": 512}})
+    assert "inference.max_num_seqs_limit" in [f.cause_id for f in pinned.findings]
+    free = kb.diagnose({"inference": {**base["inference"], "num_running": 100}})
+    assert "inference.max_num_seqs_limit" not in [f.cause_id for f in free.findings]
+
+
+def test_fact_to_fact_scale_and_unknown(kn) -> None:
+    c = Condition(fact="a", op="<", value="@b", scale=0.5)
+    assert evaluate(c, {"a": 40, "b": 100}, kn) is True
+    assert evaluate(c, {"a": 60, "b": 100}, kn) is False
+    assert evaluate(c, {"a": 60}, kn) is None
+    with pytest.raises(ValueError):
+        Condition(fact="a", op="<", value=3, scale=0.5)

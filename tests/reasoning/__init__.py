@@ -1,0 +1,1 @@
+"""Reasoning tests: explain, next checks, chains, triage, verify, symptom text."""

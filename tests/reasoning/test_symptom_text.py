@@ -1,0 +1,104 @@
+"""The problem in the user's words: branches, and facts stated in passing (issue 5.3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import kb
+from kb.symptom_text import apply_text, classify, extract, mentions, merge_under
+
+NAN_EN = "loss goes NaN after ~300 steps in fp16"
+OOM_ZH = "训练到某个 step 突然 OOM"
+
+
+def _need(kn, branch: str) -> None:
+    if branch not in kn.branches:
+        pytest.skip(f"{branch} knowledge not written yet")
+
+
+def test_nan_sentence_mentions() -> None:
+    m = mentions(NAN_EN)
+    assert m.steps == [300] and m.dtypes == ["fp16"]
+    assert "~300 steps" in m.words and "fp16" in m.words
+
+
+def test_nan_sentence_facts_given_the_branch() -> None:
+    assert extract(NAN_EN, branch="numerics") == {
+        "numerics": {"dtype": "fp16", "first_nonfinite_step": 300}}
+    assert extract("OOM at step 1200", branch="oom") == {"oom": {"at_step": 1200}}
+    assert extract(NAN_EN, branch="gpu_util") == {"numerics": {"dtype": "fp16"}}
+
+
+def test_nan_sentence_classified(kn) -> None:
+    _need(kn, "numerics")
+    assert next(iter(classify(NAN_EN, kn))) == "numerics"
+    assert extract(NAN_EN, kn) == {"numerics": {"dtype": "fp16", "first_nonfinite_step": 300}}
+
+
+def test_oom_sentence(kn) -> None:
+    assert mentions(OOM_ZH).steps == []  # "某个 step": no number
+    assert extract(OOM_ZH, branch="oom") == {}
+    _need(kn, "oom")
+    assert next(iter(classify(OOM_ZH, kn))) == "oom"
+
+
+@pytest.mark.parametrize("text,steps", [
+    ("step 1200", [1200]), ("at step=1,200", [1200]), ("after 5k iterations", [5000]),
+    ("第 300 步", [300]), ("第300个step", [300]), ("300 步后 loss 爆了", [300]),
+    ("global_step: 42", [42]), ("step time 300 ms", []), ("每步 200 ms", []), ("8 GPUs", []),
+])
+def test_step_numbers(text: str, steps: list[int]) -> None:
+    assert mentions(text).steps == steps
+
+
+@pytest.mark.parametrize("text,dtype", [
+    ("bf16 training", "bf16"), ("torch.bfloat16", "bf16"), ("用半精度训练", "fp16"),
+    ("FP8 e4m3", "fp8"), ("fp32 baseline", "fp32"), ("fp16 vs bf16", None), ("fp160", None),
+])
+def test_dtypes(text: str, dtype: str | None) -> None:
+    got = extract(text).get("numerics", {}).get("dtype")
+    assert got == dtype
+
+
+@pytest.mark.parametrize("text,engine", [
+    ("vLLM TTFT is slow", "vllm"), ("SGLang server", "sglang"), ("TensorRT-LLM engine", "tensorrt-llm"),
+    ("trt-llm build", "tensorrt-llm"), ("vllm vs sglang", None),
+])
+def test_engines(text: str, engine: str | None) -> None:
+    assert extract(text).get("inference", {}).get("engine") == engine
+
+
+def test_training_frameworks_are_recognised_but_not_facts() -> None:
+    m = mentions("DeepSpeed ZeRO-3 with Megatron")
+    assert m.frameworks == ["deepspeed", "megatron"]
+    assert extract("DeepSpeed ZeRO-3 with Megatron") == {}
+
+
+def test_merge_under_explicit_wins() -> None:
+    merged, warnings = merge_under({"numerics": {"dtype": "bf16"}},
+                                   {"numerics": {"dtype": "fp16", "first_nonfinite_step": 300}})
+    assert merged == {"numerics": {"dtype": "bf16", "first_nonfinite_step": 300}}
+    assert len(warnings) == 1 and "numerics.dtype" in warnings[0] and "bf16" in warnings[0]
+
+
+def test_diagnose_uses_text_facts_under_explicit(kn) -> None:
+    rep = kb.diagnose({"symptom_text": "vLLM TTFT is slow"}, knowledge=kn)
+    assert any(w.startswith("symptom text:") and "'vllm'" in w.lower() for w in rep.warnings)
+    rep = kb.diagnose({"symptom_text": "vLLM TTFT is slow", "inference": {"engine": "sglang"}},
+                      knowledge=kn)
+    assert any("inference.engine" in w and "sglang" in w for w in rep.warnings)
+
+
+def test_apply_text_keeps_explicit_facts(kn) -> None:
+    f = kb.Facts.model_validate({"symptom": "numerics", "symptom_text": NAN_EN,
+                                 "numerics": {"dtype": "bf16"}})
+    out, _branches, warnings = apply_text(f, kn)
+    assert out.numerics.dtype == "bf16"
+    assert out.numerics.first_nonfinite_step == 300
+    assert any("using the facts" in w for w in warnings)
+
+
+def test_classify_still_works_for_api(kn) -> None:
+    hits = classify("GPU utilization is low, dataloader slow", kn)
+    assert next(iter(hits)) == "gpu_util"
+    assert all(isinstance(w, str) for ws in hits.values() for w in ws)
