@@ -94,6 +94,21 @@ class Reasoner:
         self._edge_facts: dict[str, set[str]] = {}
         self._rule_clauses = {spec[0]: spec[1] for spec in rules.rule_specs(kn)}
         self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
+        # distance of each decision node from its branch's start: the graph's own order
+        self._depth: dict[str, int] = {}
+        for b in kn.branches.values():
+            adj: dict[str, list[str]] = {}
+            for e in b.edges:
+                adj.setdefault(e.source, []).append(e.target)
+            frontier = [n.id for n in b.nodes if n.kind == "start"]
+            d = 0
+            while frontier:
+                nxt = []
+                for n in frontier:
+                    if n not in self._depth:
+                        self._depth[n] = d
+                        nxt.extend(adj.get(n, []))
+                frontier, d = nxt, d + 1
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
         for b in kn.branches.values():
@@ -198,16 +213,24 @@ class Reasoner:
     # -- next checks ------------------------------------------------------------------------
 
     def _open_facts(self, r: CauseResult) -> set[str]:
-        """Observable facts that would decide an open hypothesis."""
+        """Observable facts that would decide an open hypothesis. An undecided decision node
+        is decided by the facts its edges test (``@node`` when its edges test none)."""
         out: set[str] = set()
         for fact in r.missing:
             if fact.startswith("decision."):
                 node = fact[len("decision."):]
-                out.add("@" + node)  # decided by the node's check
-                out.update(self._edge_facts.get(node, ()))
+                edge_facts = self._edge_facts.get(node)
+                if edge_facts:
+                    out.update(edge_facts)
+                else:
+                    out.add("@" + node)
             else:
                 out.add(base_path(fact))
         return out
+
+    @staticmethod
+    def _produced(fact: str, produces: set[str]) -> bool:
+        return fact in produces or any(fact.startswith(p + ".") for p in produces)
 
     def _next_checks(self, results: list[CauseResult], known: dict[str, Any],
                      in_play: set[str]) -> list[CheckSuggestion]:
@@ -215,31 +238,44 @@ class Reasoner:
         only_symptom = not any(not k.startswith(("symptom", "branch.")) for k in known)
         suggestions: list[tuple[tuple, CheckSuggestion]] = []
         open_by_cause = {r.cause_id: self._open_facts(r) for r in hyps}
+        open_nodes = {f[len("decision."):] for r in hyps for f in r.missing
+                      if f.startswith("decision.")}
         for chk in self.kn.checks.values():
             produces = set(chk.produces)
-            decides = sorted(n for n, c in self._node_check.items() if c == chk.id
-                             and any("@" + n in f for f in open_by_cause.values()))
+            # undecided nodes this check settles: it is their check, or gives their facts
+            decides = sorted(n for n in open_nodes if self._node_check.get(n) == chk.id or any(
+                self._produced(f, produces) for f in self._edge_facts.get(n, ())))
             facts_hit: set[str] = set()
             separates = []
+            completes = 0
             for cid, open_facts in open_by_cause.items():
-                hit = {f for f in open_facts if f in produces or any(
-                    f.startswith(p + ".") for p in produces)}
-                if hit or any("@" + n in open_facts for n in decides):
+                settled = {f for f in open_facts if (f.startswith("@") and f[1:] in decides)
+                           or (not f.startswith("@") and self._produced(f, produces))}
+                if settled:
                     separates.append(cid)
-                    facts_hit |= hit
+                    facts_hit |= {f for f in settled if not f.startswith("@")}
+                    completes += settled == open_facts
             if not in_play:
                 if not chk.health_check:
                     continue
             elif not separates:
                 continue
             health_first = 0 if (chk.health_check and (only_symptom or not in_play)) else 1
-            key = (health_first, -len(separates), chk.cost,
-                   self._health_order.get(chk.id, len(self._health_order)), chk.id)
+            key = self._order_key(health_first, completes, len(separates), chk.cost,
+                                  self._health_order.get(chk.id, len(self._health_order)),
+                                  chk.id, decides)
             suggestions.append((key, CheckSuggestion(
                 check_id=chk.id, separates=sorted(separates), facts=sorted(facts_hit),
                 decides=decides, health_check=chk.health_check)))
         suggestions.sort(key=lambda kv: kv[0])
         return [s for _, s in suggestions]
+
+    def _order_key(self, health_first: int, completes: int, separates: int, cost: int,
+                   health_rank: int, check_id: str, decides: list[str]) -> tuple:
+        # settle a whole hypothesis first; then cover the most hypotheses; then follow the
+        # decision graph from its root; cheapest first; the SOP's health-check order on ties
+        depth = min((self._depth.get(n, 99) for n in decides), default=99)
+        return (health_first, -completes, -separates, depth, cost, health_rank, check_id)
 
     # -- status ------------------------------------------------------------------------------
 

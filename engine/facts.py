@@ -131,6 +131,7 @@ class OomFacts(_Group):
         None, description="where the OOM happened"
     )
     at_step: Count | None = Field(None, description="training step of the OOM")
+    count: Count | None = Field(None, description="CUDA OOM messages seen (sizes from the first)")
     steps: list[Count] = Field(default_factory=list, description="OOM steps across runs")
     same_step_every_run: bool | None = Field(
         None, description="the OOM repeats at the same step (same input) in every run"
@@ -220,6 +221,9 @@ class NumericsFacts(_Group):
     )
     loss: list[float] = Field(default_factory=list, description="loss values in step order")
     grad_norm: list[float] = Field(default_factory=list, description="grad norm values")
+    learning_rate: list[NonNeg] = Field(
+        default_factory=list, description="learning-rate values in step order"
+    )
     first_nonfinite_step: Count | None = Field(None, description="first step with NaN/Inf loss")
     nonfinite_count: Count | None = Field(None, description="NaN/Inf values seen")
     nan_source: Literal[
@@ -257,6 +261,8 @@ class InferenceFacts(_Group):
     tpot_ms_p99: NonNeg | None = Field(None, **_unit("ms", "time per output token, p99"))
     tpot_target_ms: NonNeg | None = Field(None, **_unit("ms", "TPOT objective"))
     itl_ms_p50: NonNeg | None = Field(None, **_unit("ms", "inter-token latency, median"))
+    itl_ms_p99: NonNeg | None = Field(None, **_unit("ms", "inter-token latency, p99"))
+    failed_requests: Count | None = Field(None, description="requests that failed in a benchmark")
     request_throughput: NonNeg | None = Field(None, **_unit("req/s", "completed requests/s"))
     request_throughput_target: NonNeg | None = Field(None, **_unit("req/s", "objective"))
     output_tokens_per_s: NonNeg | None = Field(None, **_unit("tok/s", "output throughput"))

@@ -268,7 +268,9 @@ class TriageSession:
             facts = facts.model_dump(mode="python", exclude_defaults=True)
         self.facts: dict[str, Any] = copy.deepcopy(dict(facts or {}))
         self.facts.pop("schema_version", None)
-        Facts.model_validate(self.facts)
+        from kb.facts_io import facts_from_data
+
+        facts_from_data(self.facts)  # InputError, with JSON paths, for facts that do not fit
         self.max_steps = max_steps
         self.steps = 0
         self.done_checks: set[str] = set()  #: checks answered with output or skipped

@@ -15,7 +15,7 @@ from kb.cli.diagnose_cmd import Format, Lang, parse_sets
 
 @handle_errors
 def explain(
-    cause_id: Annotated[str, typer.Argument(help="cause id, e.g. gpu_util.dataloader_bound")],
+    cause_id: Annotated[str, typer.Argument(metavar="CAUSE_ID", help="cause id, e.g. gpu_util.dataloader_bound")],
     lang: Annotated[Lang, typer.Option("--lang", help="language")] = Lang.en,
     format: Annotated[Format, typer.Option("--format", help="md or json")] = Format.md,
 ) -> None:

@@ -53,13 +53,13 @@ def render(kn: Knowledge, lang: str = "en", branches: Iterable[str] | None = Non
     add("")
     triggers = sop.get("triggers", {}).get(lang) or []
     if triggers:
-        add(f"{t('when_intro')} " + ", ".join(f"**{x}**" for x in triggers) + ".")
+        add(f"{t('when_intro')} " + t("sep").join(f"**{x}**" for x in triggers) + t("period"))
         add("")
     add(f"| {t('branch')} | {t('symptom')} | {t('words')} |")
     add("|---|---|---|")
     for bid in chosen:
         b = kn.branches[bid]
-        words = ", ".join(getattr(b.words, lang))
+        words = t("sep").join(getattr(b.words, lang))
         add(f"| **{cell(b.title.get(lang))}** ({code(bid, table=True)}) | "
             f"{cell(b.symptom.get(lang))} | {cell(words)} |")
     add("")
@@ -129,10 +129,10 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
     lang, t = w.lang, w.t
     b = kn.branches[bid]
     out = [f"### {b.title.get(lang)} ({code(bid)})", ""]
-    out.append(f"**{t('symptom')}:** {b.symptom.get(lang)}")
+    out.append(f"**{t('symptom')}{t('colon')}** {b.symptom.get(lang)}")
     out.append("")
     if b.entry:
-        out.append(f"**{t('entry')}:** " + t("or").join(w.condition(c) for c in b.entry))
+        out.append(f"**{t('entry')}{t('colon')}** " + t("or").join(w.condition(c) for c in b.entry))
         out.append("")
     tools = []
     shown: set[str] = set()  # a command is written out once per branch, then named by title
@@ -143,7 +143,7 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
             shown.add(chk.id)
             cited.update(chk.refs)
     if tools:
-        out.append(f"**{t('first_tools')}:** " + "; ".join(tools))
+        out.append(f"**{t('first_tools')}{t('colon')}** " + "; ".join(tools))
         out.append("")
 
     # decision points, in graph order: questions with their answers, tools as one line
@@ -174,7 +174,7 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
                 target = f"**{target}** ({code(e.target)})"
             lines.append(f"  - {answer}{cond} → {target}")
     if lines:
-        out += [f"**{t('decisions')}:**", ""] + lines + [""]
+        out += [f"**{t('decisions')}{t('colon')}**", ""] + lines + [""]
 
     causes = causes_of(kn, bid)
     if causes:

@@ -30,8 +30,9 @@ def description(kn: Knowledge, lang: str = "en") -> str:
     """One or two sentences: what the skill does and when to use it."""
     w = Wording(kn, lang)
     triggers = kn.sop.get("triggers", {}).get(lang) or []
-    sep = "、" if lang == "zh" else ", "
-    return f"{w.t('skill_desc')} {w.t('skill_when')} {sep.join(triggers)}."
+    gap = "" if lang == "zh" else " "
+    return (f"{w.t('skill_desc')}{gap}{w.t('skill_when')}{gap}{w.t('sep').join(triggers)}"
+            f"{w.t('period')}")
 
 
 def skill_md(kn: Knowledge, lang: str = "en") -> str:
@@ -85,26 +86,26 @@ def causes_md(kn: Knowledge, lang: str = "en") -> str:
         for cid in cids:
             c = kn.causes[cid]
             out += [f"### {c.title.get(lang)} ({code(cid)})", "",
-                    f"- **{t('symptom')}:** {c.symptom.get(lang)}",
-                    f"- **{t('why')}:** {c.why.get(lang)}",
-                    f"- **{t('severity')}:** {sev.get(c.severity, {}).get(lang, c.severity)}",
-                    f"- **{t('conditions')}:** {w.clauses(c.conditions)}"]
+                    f"- **{t('symptom')}{t('colon')}** {c.symptom.get(lang)}",
+                    f"- **{t('why')}{t('colon')}** {c.why.get(lang)}",
+                    f"- **{t('severity')}{t('colon')}** {sev.get(c.severity, {}).get(lang, c.severity)}",
+                    f"- **{t('conditions')}{t('colon')}** {w.clauses(c.conditions)}"]
             if c.supporting:
-                out.append(f"- **{t('supporting')}:** "
+                out.append(f"- **{t('supporting')}{t('colon')}** "
                            + "; ".join(w.clause(x) for x in c.supporting))
-            out.append(f"- **{t('fix')}:**")
+            out.append(f"- **{t('fix')}{t('colon')}**")
             for f in c.fixes:
                 links = ", ".join(link(kn.references[r].title, kn.references[r].url)
                                   for r in f.refs if r in kn.references)
                 out.append(f"  - {f.text.get(lang)} {code(f.command)}"
                            + (f" ({links})" if links else ""))
-            out.append(f"- **{t('verify')}:**")
+            out.append(f"- **{t('verify')}{t('colon')}**")
             for v in c.verify:
                 out.append(f"  - {v.text.get(lang)} {code(v.command)} — {t('expect')}: "
                            f"{w.condition(v.expect)}")
             links = ", ".join(link(kn.references[r].title, kn.references[r].url)
                               for r in c.references if r in kn.references)
-            out += [f"- **{t('refs')}:** {links}", ""]
+            out += [f"- **{t('refs')}{t('colon')}** {links}", ""]
     return "\n".join(out)
 
 
@@ -115,18 +116,18 @@ def checks_md(kn: Knowledge, lang: str = "en") -> str:
     for cid in sorted(kn.checks):
         c = kn.checks[cid]
         out += [f"## {c.title.get(lang)} ({code(cid)})", "",
-                f"- **{t('command')}:** {check_command(c)}",
-                f"- **{t('look_for')}:** {c.look_for.get(lang)}",
-                f"- **{t('produces')}:** " + ", ".join(code(p) for p in c.produces),
-                f"- **{t('cost')}:** {c.cost}"]
+                f"- **{t('command')}{t('colon')}** {check_command(c)}",
+                f"- **{t('look_for')}{t('colon')}** {c.look_for.get(lang)}",
+                f"- **{t('produces')}{t('colon')}** " + ", ".join(code(p) for p in c.produces),
+                f"- **{t('cost')}{t('colon')}** {c.cost}"]
         if c.health_check:
-            out.append(f"- **{t('health_flag')}:** {t('yes')}")
+            out.append(f"- **{t('health_flag')}{t('colon')}** {t('yes')}")
         if c.branches:
-            out.append(f"- **{t('branches')}:** " + ", ".join(code(b) for b in c.branches))
+            out.append(f"- **{t('branches')}{t('colon')}** " + ", ".join(code(b) for b in c.branches))
         links = ", ".join(link(kn.references[r].title, kn.references[r].url)
                           for r in c.refs if r in kn.references)
         if links:
-            out.append(f"- **{t('refs')}:** {links}")
+            out.append(f"- **{t('refs')}{t('colon')}** {links}")
         out.append("")
     return "\n".join(out)
 
@@ -165,7 +166,7 @@ def snippet(kn: Knowledge, lang: str = "en") -> str:
     w = Wording(kn, lang)
     t = w.t
     triggers = kn.sop.get("triggers", {}).get(lang) or []
-    sep = "、" if lang == "zh" else ", "
+    sep = t("sep")
     if lang == "zh":
         intro = f"{t('snippet_intro')}{sep.join(triggers)}{t('snippet_do')}"
     else:

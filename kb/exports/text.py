@@ -84,6 +84,9 @@ CHROME: dict[str, dict[str, str]] = {
         "snippet_mcp": "the same tools over MCP",
         "snippet_explain": "one cause: conditions, fixes, verification, links",
         "checks_title": "Checks",
+        "sep": ", ",
+        "colon": ":",
+        "period": ".",
         "snippet_out": "Report kb's findings as its Markdown table plus three sentences; keep every link it cites.",
     },
     "zh": {
@@ -148,6 +151,9 @@ CHROME: dict[str, dict[str, str]] = {
         "snippet_mcp": "通过 MCP 提供同样的工具",
         "snippet_explain": "单个根因：条件、修复、验证、链接",
         "checks_title": "检查命令",
+        "sep": "、",
+        "colon": "：",
+        "period": "。",
         "snippet_out": "按 kb 的 Markdown 表加三句话结论汇报，保留它引用的每个链接。",
     },
 }

@@ -16,6 +16,7 @@ from kb.llm.cache import AnswerCache, cache_key
 from kb.llm.client import LlmCallError, complete
 from kb.llm.options import LlmOptions
 from kb.llm.payload import Request, build_request, retry_message
+from kb.llm.redact import redact
 from kb.llm.verify import check
 from kb.report.model import LlmInfo, Report
 
@@ -24,7 +25,8 @@ MAX_VIOLATIONS_KEPT = 20
 
 def dry_run_text(req: Request, opts: LlmOptions) -> str:
     """Exactly what would be sent (the API key is never shown), as JSON."""
-    body: dict[str, Any] = {"model": opts.model, "api_base": opts.api_base,
+    api_base = redact(opts.api_base) if opts.api_base else None
+    body: dict[str, Any] = {"model": opts.model, "api_base": api_base,
                             "temperature": opts.temperature, "timeout_s": opts.timeout_s,
                             "messages": req.messages}
     return json.dumps(body, ensure_ascii=False, indent=2) + "\n"

@@ -31,7 +31,7 @@ from kb.report.model import Report
 _NUM = re.compile(r"(?<![A-Za-z_\d.])\d+(?:\.\d+)?")
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s<>\"'`]+|(?<![\w/.@])www\.[^\s<>\"'`]+")
 _TRAILING = ".,;:!?)]}*_>'\"。，；：！？）"
-_PLACEHOLDER_CELLS = {"", "—", "-", "–", "n/a", "na", "none", "无", "—"}
+_PLACEHOLDER_CELLS = {"", "—", "-", "–", "n/a", "na", "none", "无"}
 _EN_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\s+|$)")
 _ZH_SENTENCE_END = re.compile(r"[。！？]+")
 # shell commands that must never be suggested unless the knowledge itself holds them
@@ -39,7 +39,7 @@ _DANGEROUS = re.compile(
     r"(?i)(\brm\s+-[a-z]*[rf]|\brm\s+--(?:recursive|force)|\bsudo\b|\bmkfs(?:\.\w+)?\b|\bdd\s+if="
     r"|\bchmod\s+(?:-R\s+)?[0-7]{3,4}\b|\bchown\s+-R\b|\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z)?sh\b"
     r"|:\(\)\s*\{|\bshutdown\b|\breboot\b|\bhalt\b|\bkill\s+-9\b|\bpkill\b|\bkillall\b"
-    r"|>\s*/dev/(?:sd|nvme|mem)|\bformat\s+[a-z]:|\bdel\s+/[fsq]\b|\beval\s*\(|\bexec\s*\()")
+    r"|>\s*/dev/(?:sd|nvme|mem)|\bformat\s+[a-z]:|\bdel\s+/[fsq]\b)")
 
 
 @lru_cache(maxsize=1)
@@ -106,6 +106,11 @@ class _Checker:
         self.finding_ids = set(g.findings)
         md = _md()
         self.urls = set(g.urls) | {md.normalizeLink(u) for u in g.urls}
+        # the answer without the commands that were sent (they may hold URLs, pipes, kill...)
+        rest = _norm_cmd(answer)
+        for cmd in sorted(self.commands, key=len, reverse=True):
+            rest = rest.replace(cmd, " ")
+        self.rest = rest
 
     def add(self, text: str) -> None:
         if text not in self.violations:
@@ -143,7 +148,7 @@ class _Checker:
         for href in hrefs:
             if href and href not in self.urls:
                 self.add(f"URL {href} is not one of the references sent")
-        for m in _URL.finditer(self.answer):
+        for m in _URL.finditer(self.rest):
             if not self._url_ok(m.group(0)):
                 self.add(f"URL {m.group(0).rstrip(_TRAILING)} is not one of the references sent")
 
@@ -174,10 +179,7 @@ class _Checker:
                              "cause id")
 
     def check_prose_commands(self) -> None:
-        text = self.answer.replace("\\|", "|")
-        for cmd in sorted(self.g.commands, key=len, reverse=True):
-            text = text.replace(cmd, " ")
-        for m in _DANGEROUS.finditer(text):
+        for m in _DANGEROUS.finditer(self.rest):
             self.add(f"the answer suggests a command that was not sent ({m.group(0).strip()!r})")
 
     def check_numbers(self, inlines: list[Token], allowed: set[str], where: str) -> None:

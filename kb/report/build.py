@@ -57,6 +57,8 @@ class ReportBuilder:
         for cr in crs:
             if cr.holds is not holds or cr.fact.startswith("branch."):
                 continue
+            if holds and cr.op == "missing":
+                continue  # "X is not known" is not evidence of anything
             if cr.basis:
                 out.extend(self.evidence_list(cr.basis, True))
             else:
@@ -130,7 +132,9 @@ class ReportBuilder:
             question = self.kn.sop["classify"]["question"][self.lang]
         conclusion = self.conclusion(status, findings, hyps, ruled, checks, d, conflicts, facts)
         return Report(kb_version=kb_version, lang=self.lang, status=status,
-                      symptom=facts.symptom, branches=d.branches, findings=findings,
+                      symptom=facts.symptom, branches=d.branches,
+                      branch_reasons={b: list(v) for b, v in sorted(d.branch_reasons.items())},
+                      findings=findings,
                       hypotheses=hyps, ruled_out=ruled, next_checks=checks, question=question,
                       conclusion=conclusion, warnings=warnings, inputs=inputs)
 

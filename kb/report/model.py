@@ -114,6 +114,8 @@ class Report(_Out):
     status: Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
     symptom: str | None = None
     branches: list[str]
+    #: why each branch is in play: the rules that put it there, or the user's matched words
+    branch_reasons: dict[str, list[str]] = Field(default_factory=dict)
     findings: list[Finding]
     hypotheses: list[Hypothesis]
     ruled_out: list[RuledOut]

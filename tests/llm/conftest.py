@@ -71,3 +71,17 @@ def report_hot(kn):
     import kb
 
     return kb.diagnose(HOT_FACTS, knowledge=kn)
+
+
+@pytest.fixture
+def litellm(monkeypatch):
+    """litellm, loaded the way kb loads it (network side effects off), or skip.
+
+    The environment must be set before the first import: a bare ``import litellm`` fetches
+    the model cost map from GitHub (the no-network guard of conftest.py catches that)."""
+    from kb.llm.client import LITELLM_ENV, load_litellm
+
+    for k, v in LITELLM_ENV.items():
+        monkeypatch.setenv(k, v)
+    pytest.importorskip("litellm")
+    return load_litellm()

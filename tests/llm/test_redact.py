@@ -60,6 +60,7 @@ HOSTS = st.one_of(
 def test_planted_secrets_never_survive(before, secret, after, sep):
     planted, must_go = secret
     assume(must_go not in before + after)
+    assume(must_go not in planted.replace(must_go, "", 1))  # e.g. a user name equal to the password
     out = redact(sep.join([before, planted, after]))
     assert must_go not in out
 
