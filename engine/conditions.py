@@ -59,6 +59,8 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             _summaries(path, value, out)
         else:
             out[path] = value
+            if isinstance(value, list):
+                out[f"{path}.count"] = len(value)
     return out
 
 

@@ -82,6 +82,7 @@ def ref_urls(kn):
 @given(data=st.data(), before=FILLER, after=FILLER, secret=SECRETS, hosts=st.booleans())
 def test_reference_urls_survive(ref_urls, data, before, after, secret, hosts):
     url = data.draw(st.sampled_from(ref_urls))
+    assume(secret[1] not in secret[0].replace(secret[1], "", 1))
     text = f"{before} see {url} {secret[0]} and {url}. {after}"
     out = redact(text, hosts=hosts, keep=ref_urls)
     assert out.count(url) == text.count(url)
