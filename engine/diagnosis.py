@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from dataclasses import dataclass, field
 
 from engine import rules
 from engine.conditions import base_path, evaluate, evaluate_clause, flatten
@@ -20,44 +20,52 @@ from engine.knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 
 
-class ConditionResult(BaseModel):
+# Plain dataclasses: these never cross the API boundary (kb.report words them into the
+# pydantic Report), and building pydantic models here would only slow a cold start.
+
+
+@dataclass
+class ConditionResult:
     """One condition of a cause, the fact value it saw, and whether it held."""
 
     fact: str
     op: str
-    value: Any = None
-    actual: Any = None
+    value: Any
+    actual: Any
     holds: bool | None
     condition: Condition
     #: for a derived fact (``decision.*``): the observed conditions that derived its value
-    basis: list["ConditionResult"] = Field(default_factory=list)
+    basis: list["ConditionResult"] = field(default_factory=list)
 
 
-class CauseResult(BaseModel):
+@dataclass
+class CauseResult:
     """The state of one cause after reasoning."""
 
     cause_id: str
     branch: str
     state: Literal["confirmed", "hypothesis", "ruled_out"]
-    confidence: float = Field(ge=0, le=1)
+    confidence: float
     severity: str
     conditions: list[ConditionResult]
-    supporting: list[ConditionResult] = Field(default_factory=list)
-    missing: list[str] = Field(default_factory=list)
-    rules: list[str] = Field(default_factory=list)
+    supporting: list[ConditionResult] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    rules: list[str] = field(default_factory=list)
 
 
-class CheckSuggestion(BaseModel):
+@dataclass
+class CheckSuggestion:
     """A check worth running next: what it decides and why."""
 
     check_id: str
     separates: list[str]
     facts: list[str]
-    decides: list[str] = Field(default_factory=list)
+    decides: list[str] = field(default_factory=list)
     health_check: bool = False
 
 
-class Diagnosis(BaseModel):
+@dataclass
+class Diagnosis:
     """The engine's answer, before wording and rendering."""
 
     status: Status

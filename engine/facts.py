@@ -10,8 +10,6 @@ engine: ``<path>.mean``, ``.min``, ``.max``, ``.p50``, ``.p90``, ``.last``, ``.f
 ``.count`` and ``.growth`` (last - first).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

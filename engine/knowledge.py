@@ -22,15 +22,10 @@ import pickle
 from pathlib import Path
 from typing import Any, Literal, Union
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.errors import KnowledgeError
 
-try:  # libyaml is ~10x faster; fall back to the pure-Python loader where it is missing
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
 
 Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "contains"]
 Severity = Literal["fix_now", "tune", "investigate", "watch"]
@@ -252,9 +247,12 @@ class Knowledge(_Model):
 
 
 def _read_yaml(path: Path) -> Any:
+    import yaml  # only when the files are read: a warm start loads the pickled cache
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
     try:
         with path.open("rb") as fh:
-            return yaml.load(fh, Loader=_Loader)  # noqa: S506 - Loader is a SafeLoader
+            return yaml.load(fh, Loader=loader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine.compat import experta
-from engine.conditions import resolve_value, test
+from engine.conditions import evaluate_clause, resolve_value, test
 from engine.knowledge import AnyOf, Clause, Condition, Knowledge
 
 Fact = experta.Fact
@@ -194,7 +194,8 @@ def partitions(kn: Knowledge) -> list[list[tuple[str, list[Clause], str, Any, An
 
 class _Part:
     def __init__(self, specs: list, kn: Knowledge, overrides: dict[str, float] | None) -> None:
-        self.engine = _compile(specs, kn, overrides)()
+        self._specs, self._kn, self._overrides = specs, kn, overrides
+        self._engine: Any = None  # built on first use: most runs need only one or two parts
         self.used = set().union(*(_spec_paths(s[1]) for s in specs))
         # a fact tested only with `==` against constants matters only when it has one of them
         self.only_eq: dict[str, list[Any]] = {}
@@ -210,7 +211,37 @@ class _Part:
                         other_ops.add(c.other_fact)
         for path in other_ops:
             self.only_eq.pop(path, None)
-        self.empty = self._run({})  # what the rules derive from no facts at all
+        self.empty = self._empty()
+
+    def _empty(self) -> RunResult:
+        """What the rules derive from no facts at all (only ``missing`` tests can hold), by
+        the same forward chaining done directly: it spares building the RETE network of a
+        part that a diagnosis does not touch."""
+        out = RunResult()
+        changed = True
+        while changed:
+            changed = False
+            for rule_id, clauses, kind, target, value in self._specs:
+                if rule_id in out.fired:
+                    continue
+                if kind == "derive" and target in out.derived:
+                    continue
+                if all(evaluate_clause(cl, out.derived, self._kn, self._overrides) is True
+                       for cl in clauses):
+                    out.fired.append(rule_id)
+                    if kind == "derive":
+                        out.derived[target] = value
+                        out.derived_by[target] = rule_id
+                    else:
+                        out.confirmed.append(target)
+                    changed = True
+        return out
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            self._engine = _compile(self._specs, self._kn, self._overrides)()
+        return self._engine
 
     def _run(self, facts: dict[str, Any]) -> RunResult:
         eng = self.engine
