@@ -57,6 +57,7 @@ def build(kn: Knowledge) -> nx.MultiDiGraph:
             dst = _node_id(kn, b.id, e.target)
             g.add_edge(src, dst, type="step", text=_text(e.label), answer=e.answer,
                        when=[c.model_dump(mode="json") for c in iter_conditions(e.when)])
+    _add_sop_and_thresholds(g, kn)
     for c in kn.causes.values():
         g.add_node(c.id, type="cause", branch=c.branch, severity=c.severity, seed=c.seed,
                    text=_text(c.title), symptom=_text(c.symptom), why=_text(c.why),
@@ -75,6 +76,41 @@ def build(kn: Knowledge) -> nx.MultiDiGraph:
         for r in c.references:
             g.add_edge(c.id, f"ref:{r}", type="cites")
     return g
+
+
+def _threshold_refs(conds: list[Any]) -> set[str]:
+    return {c.value[1:] for c in conds if isinstance(c.value, str) and c.value.startswith("$")}
+
+
+def _add_sop_and_thresholds(g: nx.MultiDiGraph, kn: Knowledge) -> None:
+    """The agent SOP (steps, health checks, hard rules) and every threshold, as nodes, so
+    that the whole knowledge is one auditable graph."""
+    for t in kn.thresholds.values():
+        g.add_node(f"threshold:{t.id}", type="threshold", value=t.value, unit=t.unit,
+                   source=t.source, text=_text(t.text))
+    sop = kn.sop
+    g.add_node("sop", type="sop", text=sop.get("title"), closing=sop.get("closing"),
+               environment=sop.get("environment"), triggers=sop.get("triggers"))
+    g.add_edge(ROOT, "sop", type="sop")
+    for i, step in enumerate(sop.get("steps", [])):
+        g.add_node(f"sop_step:{step['id']}", type="sop_step", order=i + 1, text=step.get("text"))
+        g.add_edge("sop", f"sop_step:{step['id']}", type="sop_step")
+    for cid in sop.get("health_checks", []):
+        g.add_edge("sop", f"check:{cid}", type="health_check")
+    for rule in sop.get("hard_rules", []):
+        g.add_node(f"rule:{rule['id']}", type="hard_rule", kind=rule.get("kind"),
+                   text=rule.get("text"))
+        g.add_edge("sop", f"rule:{rule['id']}", type="hard_rule")
+    for b in kn.branches.values():
+        for e in b.edges:
+            for t in sorted(_threshold_refs(iter_conditions(e.when))):
+                g.add_edge(_node_id(kn, b.id, e.source), f"threshold:{t}", type="uses_threshold")
+        for t in sorted(_threshold_refs(list(b.entry))):
+            g.add_edge(f"branch:{b.id}", f"threshold:{t}", type="uses_threshold")
+    for c in kn.causes.values():
+        conds = iter_conditions(list(c.conditions) + list(c.supporting)) + [v.expect for v in c.verify]
+        for t in sorted(_threshold_refs(conds)):
+            g.add_edge(c.id, f"threshold:{t}", type="uses_threshold")
 
 
 def _node_id(kn: Knowledge, branch: str, raw: str) -> str:

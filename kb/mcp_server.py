@@ -212,7 +212,7 @@ def build_server() -> Any:
     @server.resource("kb://sop/{lang}", mime_type="text/markdown")
     def sop(lang: str) -> str:
         """The agent triage SOP (AGENTS.md text) generated from the knowledge base."""
-        from kb.exports.agents_md import render_agents_md
+        from kb.exports.agents_md import render as render_agents_md
 
         return render_agents_md(kb.load_knowledge(), _check_lang(lang))
 
@@ -225,7 +225,7 @@ def build_server() -> Any:
     def triage(problem: str, lang: str = "en") -> str:
         """Start a triage with the SOP: the agent classifies, runs health checks, calls
         diagnose and reports the table plus three sentences."""
-        from kb.exports.agents_md import render_agents_md
+        from kb.exports.agents_md import render as render_agents_md
 
         sop_text = render_agents_md(kb.load_knowledge(), _check_lang(lang))
         return f"{sop_text}\n\n---\nProblem reported by the user:\n{problem[:MAX_TEXT]}\n"
