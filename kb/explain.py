@@ -266,8 +266,8 @@ def render(ex: Explanation, kn: Knowledge) -> str:
 
     severity = kn.report_text.get("severity", {}).get(ex.severity, {}).get(lang, ex.severity) \
         if isinstance(kn.report_text, dict) else ex.severity
-    out = [f"## {ex.title} ({code(ex.cause_id)})", "",
-           f"**{lb('branch')}:** {ex.branch_title} ({code(ex.branch)}) · "
+    out = [f"## {ex.title} ({code(ex.cause_id, False)})", "",
+           f"**{lb('branch')}:** {ex.branch_title} ({code(ex.branch, False)}) · "
            f"**{lb('severity')}:** {severity}", "", ex.symptom, "",
            f"### {lb('path')}", ""]
     for i, s in enumerate(ex.path, 1):
@@ -278,7 +278,7 @@ def render(ex: Explanation, kn: Knowledge) -> str:
             line += f" ← {said}" if said else ""
             line += f" ({lb('when')}: {cond})" if cond else ""
         if s.check is not None:
-            line += f" — {lb('decided_by')} {code(s.check.command)}"
+            line += f" — {lb('decided_by')} {code(s.check.command, False)}"
         out.append(line)
     out += ["", f"### {lb('conditions')}", ""]
     out += [f"- {c}" for c in ex.conditions]
@@ -288,10 +288,10 @@ def render(ex: Explanation, kn: Knowledge) -> str:
     out += ["", f"### {lb('why')}", "", ex.why, "", f"### {lb('fixes')}", ""]
     for i, f in enumerate(ex.fixes, 1):
         links = ", ".join(f"[{r.title}]({r.url})" for r in f.references)
-        out.append(f"{i}. {f.text} {code(f.command)}" + (f" — {links}" if links else ""))
+        out.append(f"{i}. {f.text} {code(f.command, False)}" + (f" — {links}" if links else ""))
     out += ["", f"### {lb('verify')}", ""]
     for i, v in enumerate(ex.verification, 1):
-        out.append(f"{i}. {v.text} {code(v.command)} ({lb('expect')}: {v.expect})")
+        out.append(f"{i}. {v.text} {code(v.command, False)} ({lb('expect')}: {v.expect})")
     out += ["", f"### {lb('references')}", ""]
     out += [f"- [{r.title}]({r.url})" for r in ex.references]
     out.append("")

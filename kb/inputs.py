@@ -261,6 +261,7 @@ def load_inputs(
         merge_partial(bundle.facts, res.facts, res.source, origins, bundle.conflicts)
     forced = {r for res in results for r in res.meta.get("forced_outliers", [])}
     _reanalyse_ranks(bundle, forced)
+    _checkpoint_waits(bundle, results)
     validate(bundle.facts, ", ".join(bundle.sources) or "inputs")
     return bundle
 
@@ -279,6 +280,9 @@ def _renumber_ranks(results: list[ParseResult]) -> None:
         states = res.facts.get("distributed", {}).get("rank_states", [])
         for st in states:
             st["rank"] = i
+        status = res.meta.get("rank_status")
+        if status:
+            res.meta["rank_status"] = {i: next(iter(status.values()))}
 
 
 def _reanalyse_ranks(bundle: InputBundle, forced: set[int]) -> None:
@@ -290,6 +294,18 @@ def _reanalyse_ranks(bundle: InputBundle, forced: set[int]) -> None:
     if outliers or forced:
         dist["outlier_ranks"] = sorted(set(outliers) | forced)
     bundle.notes.extend(n for n in notes if n not in bundle.notes)
+
+
+def _checkpoint_waits(bundle: InputBundle, results: list[ParseResult]) -> None:
+    """One rank in a checkpoint save while the others wait: judged over all py-spy inputs."""
+    status: dict[int, str] = {}
+    for res in results:
+        for rank, st in res.meta.get("rank_status", {}).items():
+            status.setdefault(rank, st)
+    if len(status) < 2:
+        return
+    for group, values in ranks.checkpoint_wait(status).items():
+        bundle.facts.setdefault(group, {}).update(values)
 
 
 def validate(facts: dict[str, Any], place: str) -> Facts:

@@ -207,7 +207,7 @@ def render(res: VerifyResult, kn: Knowledge) -> str:
             why = ""
             if f.because:
                 why = f" ({lb('because')} " + "; ".join(cell(e.condition) for e in f.because) + ")"
-            lines.append(f"- {code(f.cause_id)}: **{lb(f.verdict)}**. "
+            lines.append(f"- {code(f.cause_id, False)}: **{lb(f.verdict)}**. "
                          f"{lb('cause_after')}: {state}{why}")
         lines.append("")
     if res.warnings:

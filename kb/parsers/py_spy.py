@@ -144,6 +144,7 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     states: list[dict] = []
     rank_sources: list[str] = []
     hot: Counter[str] = Counter()
+    status: dict[int, str] = {}
     name_rank = ranks.rank_from_name(source)
     for i, proc in enumerate(procs):
         main = _main_thread(proc)
@@ -164,17 +165,21 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
         else:
             rank, how = i, "order"
         func, file, line = main.frames[0]
+        pairs = [(f, p) for f, p, _ in main.frames]
+        collective = ranks.collective_of(pairs)
+        status.setdefault(rank, ranks.position(pairs))
         states.append({
             "rank": rank,
-            "collective": ranks.collective_of([(f, p) for f, p, _ in main.frames]),
+            "collective": collective,
             "frame": f"{func} ({file}:{line})" if line is not None else f"{func} ({file})",
         })
         rank_sources.append(how)
     res.meta["rank_sources"] = rank_sources
-    facts: dict = {}
+    res.meta["rank_status"] = status
+    facts: dict = ranks.checkpoint_wait(status)
     if states:
         rank_states, outliers, notes = ranks.analyse(states)
-        facts["distributed"] = {"rank_states": rank_states, "outlier_ranks": outliers}
+        facts.setdefault("distributed", {}).update({"rank_states": rank_states, "outlier_ranks": outliers})
         res.notes.extend(notes)
     if hot:
         facts["cpu"] = {"hot_functions": [f for f, _ in hot.most_common(_MAX_HOT)]}

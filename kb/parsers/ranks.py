@@ -109,3 +109,55 @@ def analyse(states: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
             outliers.update(r for r, s in seqs.items() if s != common)
             notes.append(f"distributed.rank_states: most ranks are at SeqNum {common}")
     return clean, sorted(outliers), notes
+
+
+#: frames that mean "this rank is writing a checkpoint" (function, part of the file path or "")
+_SAVE_FUNCS: frozenset[str] = frozenset({
+    "save", "_save", "save_checkpoint", "_save_checkpoint", "save_state_dict", "_save_state_dict",
+    "save_model", "_save_to_state_dict", "_legacy_save", "_write_files_from_queue", "write_data",
+})
+_SAVE_FILES = ("torch/serialization", "torch/distributed/checkpoint", "checkpoint", "safetensors")
+
+
+def is_saving(frames: Sequence[tuple[str, str]]) -> bool:
+    """True when a stack (innermost first) is inside a checkpoint save.
+
+    ``torch.save`` (``torch/serialization.py``), ``torch.distributed.checkpoint``, DeepSpeed /
+    Megatron / HF ``save_checkpoint`` and ``_save`` frames count.
+    """
+    for func, file in frames:
+        f = file.replace("\\", "/")
+        if "torch/distributed/checkpoint" in f:
+            return True
+        if func in _SAVE_FUNCS and (func not in ("save", "write_data") or any(p in f for p in _SAVE_FILES)):
+            return True
+    return False
+
+
+def checkpoint_wait(status: dict[int, str]) -> dict[str, Any]:
+    """Facts for "one rank saves a checkpoint while the others wait in a collective".
+
+    ``status`` maps rank -> ``"saving"``, ``"waiting"`` (in a collective or barrier) or
+    ``"other"``. Gives ``distributed.ranks_in_barrier_waiting`` (the waiting ranks) and
+    ``training.checkpoint_on_rank0_only`` (true when rank 0 is the only saver), or nothing
+    when the picture is not "savers plus waiters".
+    """
+    savers = [r for r, s in status.items() if s == "saving"]
+    waiting = [r for r, s in status.items() if s == "waiting"]
+    if not savers or not waiting or len(savers) + len(waiting) != len(status) or len(savers) > len(waiting):
+        return {}
+    out: dict[str, Any] = {"distributed": {"ranks_in_barrier_waiting": len(waiting)}}
+    if savers == [0]:
+        out["training"] = {"checkpoint_on_rank0_only": True}
+    return out
+
+
+def position(frames: Sequence[tuple[str, str]]) -> str:
+    """``"waiting"`` (a collective or barrier), ``"saving"`` (a checkpoint save) or ``"other"``,
+    from the innermost frame that is either (a save that waits in a barrier is waiting)."""
+    for frame in frames:
+        if collective_of([frame]):
+            return "waiting"
+        if is_saving([frame]):
+            return "saving"
+    return "other"

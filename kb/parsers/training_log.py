@@ -1,43 +1,110 @@
 """Training / serving logs: CUDA OOM messages (every PyTorch era), c10d/NCCL watchdog and gloo
-timeouts, ``NCCL_DEBUG`` lines, loss / grad-norm values (HF dict, Megatron, plain prints),
-loss-scaler overflows (apex, DeepSpeed, fairseq, Megatron), anomaly-mode messages, plus the
-torch.compile and vLLM stats lines that end up in the same logs.
+timeouts, ``NCCL_DEBUG`` lines, loss / grad-norm / learning-rate values (HF dict, Megatron, plain
+prints), loss-scaler overflows (apex, DeepSpeed, fairseq, Megatron), anomaly-mode messages, plus
+the torch.compile and vLLM stats lines that end up in the same logs.
 
-Speed: a cheap keyword prefilter runs first. ``parse_stream`` lower-cases large binary blocks
-and finds candidate lines with one compiled alternation, so only those lines are decoded and
-matched in detail; logs of several GB stream through in constant memory.
+Which lines are looked at is defined by :data:`TRIGGERS`: CASE-SENSITIVE literals, grouped by
+the handler they feed. A line containing none of them is ignored; a line containing one goes to
+:meth:`LogScanner.feed`, which calls the handler of every family whose literal it contains.
+:func:`parse` applies that definition line by line (the reference); :func:`parse_stream` is a
+faster scan that gives the same facts (a test holds them equal on every fixture and on
+generated logs with signatures across block boundaries):
+
+* blocks of 1 MiB (they stay in the CPU cache while several passes run over them), read with
+  ``readinto`` into one reused buffer, never decoded as a whole;
+* every trigger literal except ``oss`` contains a rare "pivot" byte (an upper-case letter);
+  one ``bytes.find`` (memchr) loop per pivot finds the few candidate lines;
+* ``oss`` (loss/Loss: the metric lines, often 1 line in 10) is one ``re.findall`` with a literal
+  prefix over the block. Plain HF-Trainer dict lines (``{'loss': 2.1, 'grad_norm': 0.3,
+  'learning_rate': 2e-05, 'epoch': 0.5}``, finite values, nothing else on the line) between two
+  other candidate lines are taken in bulk: counted, checked with C-speed operations over their
+  joined text, and their values parsed only while the sample lists (MAX_SAMPLES, the first
+  values of a run) are not full. Any other ``oss`` line in that stretch sends the whole stretch
+  through ``feed`` line by line.
+
+Not seen by design (no trigger): lines whose only signal is lower-case ``nccl``/``gloo``,
+an all-caps ``LOSS``, a grad norm on a line without ``loss``, and Dynamo lines without
+``Graph``/``Recompiling``/``Unsupported`` (the ``torch_compile`` parser reads compile logs fully).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import re
-import shutil
-import subprocess
+from collections import deque
 from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 from kb.parsers import ranks, vllm_metrics
 from kb.parsers.base import (
-    MAX_SAMPLES, ParseResult, add_unique, append_sample, get_fact, set_fact, strip_ansi, trim,
+    MAX_SAMPLES,
+    ParseResult,
+    add_unique,
+    append_sample,
+    get_fact,
+    set_fact,
+    strip_ansi,
+    trim,
 )
 from kb.parsers.torch_compile import CompileScanner
 
 NAME = "training_log"
 
-#: lower-case substrings; a line containing none of them is not looked at in detail
-#: (few, so that the block scan makes few passes; every signal line contains one of them:
-#: watchdog/heartbeat lines name ProcessGroupNCCL, Megatron lines "loss scale", anomaly
-#: lines "...Backward0", OOM lines "memory", gloo lines their gloo/ source path)
-KEYWORDS: tuple[str, ...] = (
-    "loss", "grad", "nccl", "memory", "overflow", "nan or inf", "returned nan", "gloo", "barrier",
-    "backward", "graph", "recompil", "dynamo", "prompt throughput", "alloc_", "watchdog",
-    "timed out",
-)
-_KEYWORDS_B: tuple[bytes, ...] = tuple(k.encode() for k in KEYWORDS)
-BLOCK_SIZE = 4 * 1024 * 1024
+#: Case-sensitive trigger literals by family (see the module docstring). Every literal but the
+#: numerics one holds an upper-case pivot byte; keep it so (a test checks), or the scan slows down.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "numerics": ("oss", "Bad grad_norm"),  # loss, Loss, lm loss, loss scale(r), overflow messages; Megatron
+    "oom": (
+        "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
+        "Error: cuda runtime error",
+    ),
+    "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
+    "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
+    "compile": (
+        "Graph break", "Graph Break", "Graph Count", "Recompiling function", "Dynamo produced",
+        "Unsupported", "UserError", "fullgraph=True",
+    ),
+    "vllm": ("Avg prompt throughput",),
+    "env": ("NCCL_", "CUDA_", "TORCH_"),
+}
+_NUMERIC = "oss"
+#: pivot preference: the first of these bytes found in a literal is its pivot (rarest first)
+_PIVOT_RANK = "QJZXKVYUWLHPBGCMDFSNAORTEI"
+BLOCK_SIZE = 1024 * 1024
 _MAX_LINE = 1024 * 1024  # a "line" longer than this is cut (binary junk, tqdm without newlines)
+_LOOKBACK = 15  # lines before an OOM searched for a backward() frame
+
+
+def _pivot(lit: str) -> tuple[int, int]:
+    """(pivot byte, its offset in the literal) for a trigger literal."""
+    best = min((_PIVOT_RANK.index(c), i) for i, c in enumerate(lit) if c in _PIVOT_RANK)
+    return ord(_PIVOT_RANK[best[0]]), best[1]
+
+
+_ALL_LITERALS: tuple[str, ...] = tuple(dict.fromkeys(x for v in TRIGGERS.values() for x in v))
+_PIVOTS: dict[int, list[tuple[bytes, int]]] = {}
+for _lit in _ALL_LITERALS:
+    if _lit != _NUMERIC:
+        _b, _k = _pivot(_lit)
+        _PIVOTS.setdefault(_b, []).append((_lit.encode(), _k))
+_PIVOT_LIST: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] = tuple(
+    (bytes([b]), tuple(v)) for b, v in sorted(_PIVOTS.items())
+)
+_FAMILY_LITERALS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(TRIGGERS.items())
+_NUM_B = r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?"
+#: every "oss"; for a bare HF dict line (line start, finite loss) the rest of the line is captured
+_OSS = re.compile(rb"oss(?:(?<=\n\{'loss)': (" + _NUM_B.encode() + rb"[,}][^\n]*))?")
+_OSS_ANY = re.compile(rb"oss")
+#: bytes allowed in the rest of a bulk HF line: finite numbers and the keys grad_norm,
+#: learning_rate, epoch (no 's': no step/loss keys; no f/v/w/|/=/(: no overflow/inf/Megatron)
+_HF_VALUE_END = re.compile(rb"[,}]")
+_HF_ALLOWED = b"\n0123456789.e-+, ':_}gradnomlearingtpch"
+
+
+def is_candidate(line: str) -> bool:
+    """True when a line contains a trigger literal (the definition both scans follow)."""
+    return any(lit in line for lit in _ALL_LITERALS)
+
 
 _SIZE = r"(\d+(?:\.\d+)?) (bytes|B|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1 / 2**20, "B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
@@ -83,6 +150,11 @@ _NCCL_ERRORS: tuple[tuple[str, str], ...] = (
 )
 _NUM = r"([-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?))"
 _HF = re.compile(r"'(loss|grad_norm)': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
+_HF_NUM = _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity")
+_HF_GRAD_B = re.compile(rb"'grad_norm': (?:tensor\()?" + _HF_NUM.encode())
+_HF_LR = re.compile(r"'(?:learning_rate|lr)': " + _NUM)
+_HF_LR_B = re.compile(rb"'(?:learning_rate|lr)': " + _NUM.encode())
+_MEGATRON_LR = re.compile(r"\blearning rate: " + _NUM, re.I)
 _HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
 _PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
@@ -130,8 +202,6 @@ class LogScanner:
         self.step: int | None = None
         self.metric_records = 0
         self.oom_count = 0
-        self.last_backward = -100
-        self.candidates = 0
         self.skipped = 0
         self.run = 0
         self.longest_run = 0
@@ -143,13 +213,14 @@ class LogScanner:
         self.forced_outliers: set[int] = set()
         self.missing_lm_loss = 0
         self.inference: dict[str, Any] = {}
-        self.saturated = False  # numerics.loss holds MAX_SAMPLES values
+        #: zero-argument callables set by the scan around each fed line: the lines before it
+        #: (up to _LOOKBACK, oldest first) and the line after it ("" at the end)
+        self.before: Any = list
+        self.after: Any = lambda: ""
 
     # -- helpers ---------------------------------------------------------------------------
     def _metric(self, path: str, value: float, kind: str) -> None:
         append_sample(self.facts, path, value, self.notes)
-        if kind == "loss" and not self.saturated:
-            self.saturated = len(self.facts["numerics"]["loss"]) >= MAX_SAMPLES
         if math.isfinite(value):
             return
         self.nonfinite += 1
@@ -168,41 +239,80 @@ class LogScanner:
 
     # -- the line handler -----------------------------------------------------------------
     def feed(self, raw: str) -> None:
-        """Consume one candidate line (already known to contain a keyword, or not: both work)."""
+        """Consume one candidate line: every family whose trigger literal it holds is handled."""
         line = strip_ansi(raw).rstrip("\r\n")
-        low = line.lower()
-        self.candidates += 1
-        if self.saturated and "'loss'" in line and "nan" not in low and "inf" not in low and "memory" not in low:
-            # the loss list is full: a finite HF metric line only counts as a successful step
-            self.metric_records += 1
-            self.run = 0
+        fams = {name for name, lits in _FAMILY_LITERALS if any(x in line for x in lits)}
+        if not fams:
             return
-        if "out of memory" in low or "alloc_failed" in low:
+        low = line.lower()
+        if "oom" in fams and ("out of memory" in low or "alloc_failed" in low):
             self._oom(line)
-        if "nccl" in low or "watchdog" in low or "gloo" in low or "monitoredbarrier" in low or "heartbeat" in low:
+        if "distributed" in fams:
             self._distributed(line, low)
-        if "timed out waiting" in low:
-            m = _GLOO_TIMEOUT.search(line)
-            if m:
-                self._gloo(m)
-        if "loss" in low or "grad" in low or "iteration" in low or "overflow" in low or "nan or inf" in low:
+            if "timed out waiting" in low:
+                m = _GLOO_TIMEOUT.search(line)
+                if m:
+                    self._gloo(m)
+        if "numerics" in fams:
             self._numerics(line, low)
-        if "error detected" in low or "returned nan" in low:
+        if "anomaly" in fams:
             m = _ANOMALY.search(line)
             if m:
                 set_fact(self.facts, "numerics.anomaly_op", m.group(1) or m.group(2))
-        if "backward" in low and _BACKWARD_FRAME.search(line):
-            self.last_backward = self.candidates
-        if "graph" in low or "recompil" in low or "dynamo" in low or "reason" in low:
+        if "compile" in fams:
             self.compile.feed(line)
-        if "avg prompt throughput" in low:
+        if "vllm" in fams:
             st = vllm_metrics.stats_line(line)
             if st:
                 self.inference.update(st)
-        if "_alloc_conf" in low or "nccl_" in low:
+        if "env" in fams:
             m = _ENV_LINE.match(line)
             if m:
                 self._env(m.group(1), m.group(2))
+
+    def bulk_hf(self, rests: list[bytes]) -> bool:
+        """Take a run of bare HF dict lines at once (see the module docstring).
+
+        ``rests`` are the texts after ``{'loss': `` of consecutive such lines. Returns False (and
+        does nothing) when one of them needs the line path.
+        """
+        joined = b"\n".join(rests)
+        if joined.translate(None, _HF_ALLOWED) or b"nan" in joined:
+            return False
+        num = self.facts.setdefault("numerics", {})
+        if len(num.get("loss", ())) <= MAX_SAMPLES:
+            self._extend("numerics.loss", [float(_HF_VALUE_END.split(r, 1)[0]) for r in rests[: MAX_SAMPLES + 1]])
+        if len(num.get("grad_norm", ())) <= MAX_SAMPLES and b"'grad_norm'" in joined:
+            self._extend("numerics.grad_norm", [float(v) for v in _HF_GRAD_B.findall(joined)])
+        if len(num.get("learning_rate", ())) <= MAX_SAMPLES and (b"'learning_rate'" in joined or b"'lr'" in joined):
+            self._lr(_HF_LR_B.findall(joined)[: MAX_SAMPLES + 1])
+        self.metric_records += len(rests)
+        self.run = 0
+        return True
+
+    def _lr(self, texts: list[Any]) -> None:
+        """Learning-rate values (str or bytes numbers); negative or non-finite ones are dropped."""
+        for t in texts:
+            try:
+                v = float(t)
+            except ValueError:
+                continue
+            if math.isfinite(v) and v >= 0:
+                append_sample(self.facts, "numerics.learning_rate", v, self.notes)
+
+    def _extend(self, path: str, values: list[float]) -> None:
+        """append_sample for many values (same cap, same one-time note)."""
+        if not values:
+            return
+        *groups, key = path.split(".")
+        node = self.facts
+        for g in groups:
+            node = node.setdefault(g, {})
+        cur = node.setdefault(key, [])
+        for v in values:
+            if len(cur) > MAX_SAMPLES:
+                return
+            append_sample(self.facts, path, v, self.notes)
 
     def _env(self, key: str, value: str) -> None:
         self.facts.setdefault("env", {}).setdefault(key, value)
@@ -218,11 +328,12 @@ class LogScanner:
             return
         self.oom_count += 1
         set_fact(self.facts, "oom.occurred", True)
+        set_fact(self.facts, "oom.count", self.oom_count, overwrite=True)
         if self.oom_count > 1:
             return  # sizes of the first OOM; later ones are usually retries or other ranks
         if self.step is not None:
             set_fact(self.facts, "oom.at_step", self.step)
-        if self.candidates - self.last_backward <= 15:
+        if any(_BACKWARD_FRAME.search(strip_ansi(x).rstrip("\r\n")) for x in self.before()):
             set_fact(self.facts, "oom.phase", "backward")
         sizes: dict[str, float] = {}
         if m_new:
@@ -295,7 +406,10 @@ class LogScanner:
             if rank is not None:
                 self._rank_state(rank, seq=int(m.group(1) or m.group(2)))
             return
-        if "heartbeat monitor timed out" in low or "watchdog got stuck" in low:
+        if "heartbeat monitor timed out" in low or "watchdog got stuck" in low or (
+            # a terminal-wrapped message continues on the next line
+            line.endswith("ProcessGroupNCCL'") and "watchdog got stuck" in self.after()
+        ):
             add_unique(f, "distributed.errors", "heartbeat_timeout")
         m = _MONITORED.search(line)
         if m:
@@ -323,26 +437,30 @@ class LogScanner:
         elif "net/ib : using [" in low:
             set_fact(f, "distributed.ib_hardware_present", True, overwrite=True)
             add_unique(f, "distributed.transports", "IB")
+            set_fact(f, "distributed.inter_node_transport", "IB")
         elif "net/socket : using" in low:
             add_unique(f, "distributed.transports", "Socket")
+            set_fact(f, "distributed.inter_node_transport", "Socket")
         m = _NCCL_NETWORK.search(line)
         if m:
             net = m.group(1)
             kind = "IB" if net.startswith("IB") else net
-            set_fact(f, "distributed.inter_node_transport", kind)
+            # "Using network X" names the transport NCCL chose: it wins over the probes above
+            set_fact(f, "distributed.inter_node_transport", kind, overwrite=True)
             add_unique(f, "distributed.transports", kind)
         m = _NCCL_CHANNEL.search(line)
         if m:
             t = m.group(1)
             t = {"NET/IB": "IB", "NET/Socket": "Socket"}.get(t, t.replace("NET/", ""))
             add_unique(f, "distributed.transports", t)
-            if t in ("P2P", "SHM"):
-                cur = get_fact(f, "distributed.intra_node_transport")
-                if cur is None or (cur == "SHM" and t == "P2P"):
-                    set_fact(f, "distributed.intra_node_transport", t, overwrite=True)
+            if t in ("P2P", "SHM", "NVLS"):
+                self._intra(t)
+            elif t not in ("CollNet",):
+                set_fact(f, "distributed.inter_node_transport", t)
         if _NVLS.search(line):
             add_unique(f, "distributed.transports", "NVLS")
             set_fact(f, "distributed.nvlink_present", True)
+            self._intra("NVLS")
         m = _NCCL_NRANKS.search(line)
         if m:
             n = int(m.group(1))
@@ -356,6 +474,13 @@ class LogScanner:
         m = _NCCL_ENV.search(line)
         if m:
             self._env(m.group(1), m.group(2))
+
+    def _intra(self, t: str) -> None:
+        """Intra-node transport: the best seen wins (NVLS over P2P over SHM)."""
+        rank = {"SHM": 0, "P2P": 1, "NVLS": 2}
+        cur = get_fact(self.facts, "distributed.intra_node_transport")
+        if cur is None or rank[t] > rank.get(cur, -1):
+            set_fact(self.facts, "distributed.intra_node_transport", t, overwrite=True)
 
     def _gloo(self, m: re.Match[str]) -> None:
         f = self.facts
@@ -408,6 +533,8 @@ class LogScanner:
                     found = True
                 kind = "loss" if m.group(1).lower() == "loss" else "grad"
                 self._metric("numerics.loss" if kind == "loss" else "numerics.grad_norm", v, kind)
+            if "'l" in line:
+                self._lr([m.group(1) for m in _HF_LR.finditer(line)])
             if found:
                 self._success()
             return
@@ -453,6 +580,9 @@ class LogScanner:
             self._metric("numerics.grad_norm", v, "grad")
         if "loss scale" in fields and (v := _num(fields["loss scale"])) is not None and v >= 0:
             append_sample(self.facts, "numerics.loss_scale", v, self.notes)
+        lr = fields.get("learning rate")
+        if lr:
+            self._lr([lr])
         ms = fields.get("elapsed time per iteration (ms)")
         if ms and (v := _num(ms)) is not None and v >= 0:
             append_sample(self.facts, "training.step_time_ms", v, self.notes)
@@ -504,7 +634,10 @@ class LogScanner:
             self.notes.append(
                 f"{self.source}: {self.missing_lm_loss} Megatron iteration line(s) without a loss value (skipped or NaN)"
             )
-        for path in ("numerics.loss", "numerics.grad_norm", "numerics.loss_scale", "training.step_time_ms"):
+        for path in (
+            "numerics.loss", "numerics.grad_norm", "numerics.loss_scale", "numerics.learning_rate",
+            "training.step_time_ms",
+        ):
             vals = get_fact(f, path)
             if vals is not None and len(vals) > MAX_SAMPLES:
                 del vals[MAX_SAMPLES:]
@@ -516,95 +649,190 @@ class LogScanner:
         return res
 
 
-def _matches(low: str) -> bool:
-    return any(k in low for k in KEYWORDS) or low.lstrip().startswith(("nccl_", "export ", "pytorch_"))
-
-
 def parse(lines: Iterable[str], source: str) -> ParseResult:
-    """Scan a log given as lines."""
+    """Scan a log given as lines: the reference definition (every candidate line is fed)."""
     scanner = LogScanner(source)
-    for line in lines:
-        if _matches(line.lower()):
+    it = iter(lines)
+    prev: deque[str] = deque(maxlen=_LOOKBACK)
+    line = next(it, None)
+    while line is not None:
+        nxt = next(it, None)
+        if is_candidate(line):
+            scanner.before = lambda p=tuple(prev): list(p)
+            scanner.after = lambda n=nxt: n or ""
             scanner.feed(line)
+        prev.append(line)
+        line = nxt
     return scanner.finish()
 
 
 def parse_stream(stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE) -> ParseResult:
-    """Scan a binary stream in large blocks; only prefiltered lines are decoded and parsed."""
+    """Scan a binary stream in blocks; same facts as :func:`parse` (see the module docstring)."""
     scanner = LogScanner(source)
-    carry = b""
-    while True:
-        chunk = stream.read(block_size)
-        if not chunk:
-            break
-        data = carry + chunk if carry else chunk
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry = data if len(data) < _MAX_LINE else b""
-            if not carry:
-                _scan_block(data, scanner)
-            continue
-        carry = data[cut + 1 :]
-        _scan_block(data[: cut + 1], scanner)
-        if len(carry) >= _MAX_LINE:
-            _scan_block(carry, scanner)
-            carry = b""
-    if carry:
-        _scan_block(carry, scanner)
+    _BlockScan(scanner).run(stream, block_size)
     return scanner.finish()
 
 
 def parse_path(path: str, source: str | None = None) -> ParseResult:
-    """Scan a log file; when ripgrep is installed it does the keyword prefilter.
+    """Scan a log file with the pure-Python block scan (:func:`parse_stream`)."""
+    with open(path, "rb", buffering=0) as fh:
+        return parse_stream(fh, source or path)
 
-    rg finds the candidate lines (``-i -F``, the same keywords) several times faster than the
-    pure-Python block scan; the detailed parse of those lines is the same either way.
-    ``KB_NO_RG=1`` forces the pure-Python path.
+
+def _text(raw: bytes | bytearray) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class _BlockScan:
+    """The block scan behind :func:`parse_stream`.
+
+    The buffer always starts with a newline (a sentinel, so that the HF-line lookbehind and the
+    line-start search work at the first line). The last complete line of a block is held back
+    for the next block, so that every fed line has its next line at hand; the lines before a
+    block start are kept (at most _LOOKBACK) for the OOM phase.
     """
-    source = source or path
-    rg = None if os.environ.get("KB_NO_RG") else shutil.which("rg")
-    if rg is None:
-        with open(path, "rb") as fh:
-            return parse_stream(fh, source)
-    argv = [rg, "--no-filename", "--no-line-number", "--no-heading", "--no-config", "--no-mmap", "-a", "-i", "-F"]
-    for kw in KEYWORDS:
-        argv += ["-e", kw]
-    argv += ["--", path]
-    scanner = LogScanner(source)
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-        assert proc.stdout is not None
-        feed = scanner.feed
-        for raw in proc.stdout:
-            feed(raw.decode("utf-8", "replace"))
-    if proc.returncode not in (0, 1):  # 1 = no match; anything else: fall back, lose nothing
-        with open(path, "rb") as fh:
-            return parse_stream(fh, source)
-    return scanner.finish()
 
+    def __init__(self, scanner: LogScanner) -> None:
+        self.sc = scanner
+        self.tail: deque[str] = deque(maxlen=_LOOKBACK)  # lines before the current region
+        self.buf = bytearray()
+        self.lo = 1
+        self.hi = 1
 
-def _scan_block(block: bytes, scanner: LogScanner) -> None:
-    """Feed the lines of ``block`` that contain a keyword, in file order.
+    def run(self, stream: BinaryIO, block_size: int) -> None:
+        cap = max(block_size, 16) + 1
+        buf = bytearray(cap)
+        buf[0] = 10
+        fill = 1  # bytes used in buf: the sentinel and the carried lines
+        readinto = getattr(stream, "readinto", None)
+        while True:
+            if readinto is not None:
+                with memoryview(buf) as mv:
+                    n = readinto(mv[fill:cap]) or 0
+            else:
+                data = stream.read(cap - fill) or b""
+                if isinstance(data, str):
+                    data = data.encode("utf-8", "replace")
+                n = len(data)
+                buf[fill : fill + n] = data
+            end = fill + n
+            self.buf = buf
+            if n == 0:  # end of input: everything left, the last line with it
+                if end > 1:
+                    self.scan(1, end)
+                return
+            cut = buf.rfind(b"\n", 1, end)
+            cut2 = buf.rfind(b"\n", 1, cut) if cut > 0 else -1
+            if cut2 > 0:
+                hi = cut2 + 1  # the last complete line is held back for the next block
+            elif end < cap:
+                fill = end  # room left: read more first
+                continue
+            elif cap <= 2 * _MAX_LINE:
+                grown = bytearray(2 * cap)  # lines longer than the block: a larger buffer
+                grown[:end] = buf[:end]
+                buf, cap, fill = grown, len(grown), end
+                continue
+            else:
+                hi = end  # a line over _MAX_LINE (binary junk): cut here
+            self.scan(1, hi)
+            self._remember(1, hi)
+            rest = end - hi
+            buf[1 : 1 + rest] = buf[hi:end]
+            fill = 1 + rest
 
-    One ``bytes.find`` pass per keyword over the lower-cased block (C speed, about 1 GB/s
-    each); a single regex alternation is 30x slower in CPython's engine.
-    """
-    low = block.lower()
-    find = low.find
-    rfind = low.rfind
-    n = len(low)
-    starts: set[int] = set()
-    for kw in _KEYWORDS_B:
-        p = find(kw)
-        while p >= 0:
-            start = rfind(b"\n", 0, p) + 1
-            end = find(b"\n", p)
-            if end < 0:
-                end = n
-            starts.add(start)
-            p = find(kw, end)
-    feed = scanner.feed
-    for start in sorted(starts):
-        end = find(b"\n", start)
-        if end < 0:
-            end = n
-        feed(block[start:end].decode("utf-8", "replace"))
+    def _remember(self, lo: int, hi: int) -> None:
+        """Keep the last _LOOKBACK lines of the region for the next region's lookback."""
+        buf = self.buf
+        pos = hi - 1 if buf[hi - 1] == 10 else hi
+        lines = []
+        while pos > lo - 1 and len(lines) < _LOOKBACK:
+            start = buf.rfind(b"\n", lo - 1, pos) + 1
+            lines.append(_text(buf[start:pos]))
+            pos = start - 1
+        if len(lines) < _LOOKBACK:
+            self.tail.extend(reversed(lines))
+        else:
+            self.tail.clear()
+            self.tail.extend(reversed(lines))
+
+    def _before(self, start: int) -> list[str]:
+        buf = self.buf
+        lines: list[str] = []
+        pos = start - 1  # the newline ending the previous line
+        while pos >= self.lo and len(lines) < _LOOKBACK:
+            s = buf.rfind(b"\n", self.lo - 1, pos) + 1
+            lines.append(_text(buf[s:pos]))
+            pos = s - 1
+        lines.reverse()
+        if len(lines) < _LOOKBACK:
+            lines = list(self.tail)[max(0, len(self.tail) - (_LOOKBACK - len(lines))) :] + lines
+        return lines
+
+    def _after(self, end: int) -> str:
+        """The line after the one ending at ``end`` (its newline), "" if none is in the buffer."""
+        buf = self.buf
+        if end >= self.limit:
+            return ""
+        e = buf.find(b"\n", end + 1, self.limit)
+        return _text(buf[end + 1 : e if e >= 0 else self.limit])
+
+    def _feed(self, start: int, end: int) -> None:
+        sc = self.sc
+        sc.before = lambda: self._before(start)
+        sc.after = lambda: self._after(end)
+        sc.feed(_text(self.buf[start:end]))
+
+    def scan(self, lo: int, hi: int) -> None:
+        """Feed the candidate lines of buf[lo:hi] (whole lines) in order."""
+        buf = self.buf
+        self.lo, self.hi = lo, hi
+        self.limit = len(buf)
+        # the line after the region is in the buffer (held back); find where it ends
+        nxt = buf.find(b"\n", hi) if hi < len(buf) else -1
+        self.limit = nxt if nxt >= 0 else hi
+        find = buf.find
+        rfind = buf.rfind
+        starts: set[int] = set()
+        for piv, lits in _PIVOT_LIST:
+            p = find(piv, lo, hi)
+            while p >= 0:
+                for lit, k in lits:
+                    if buf.startswith(lit, p - k, hi):
+                        s = rfind(b"\n", lo - 1, p) + 1
+                        starts.add(s)
+                        e = find(b"\n", p, hi)
+                        p = find(piv, e, hi) if e >= 0 else -1
+                        break
+                else:
+                    p = find(piv, p + 1, hi)
+        seg = lo
+        for s in sorted(starts):
+            e = find(b"\n", s, hi)
+            if e < 0:
+                e = hi
+            if s > seg:
+                self._numeric(seg, s)
+            self._feed(s, e)
+            seg = e + 1
+        if seg < hi:
+            self._numeric(seg, hi)
+
+    def _numeric(self, a: int, b: int) -> None:
+        """The ``oss`` lines of buf[a:b], a stretch without other candidate lines."""
+        buf = self.buf
+        rests = _OSS.findall(buf, a, b)
+        if not rests:
+            return
+        if b"" not in rests and self.sc.bulk_hf(rests):
+            return
+        last = -1
+        find = buf.find
+        for m in _OSS_ANY.finditer(buf, a, b):
+            p = m.start()
+            s = buf.rfind(b"\n", a - 1, p) + 1
+            if s == last:
+                continue
+            last = s
+            e = find(b"\n", p, b)
+            self._feed(s, e if e >= 0 else b)

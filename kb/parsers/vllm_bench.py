@@ -20,7 +20,7 @@ _STAT = re.compile(r"^(mean|median|p(\d+(?:\.\d+)?)|max|std) (ttft|tpot|itl|e2el
 _FACT_OF_STAT = {
     ("median", "ttft"): "ttft_ms_p50", ("p50", "ttft"): "ttft_ms_p50", ("p99", "ttft"): "ttft_ms_p99",
     ("median", "tpot"): "tpot_ms_p50", ("p50", "tpot"): "tpot_ms_p50", ("p99", "tpot"): "tpot_ms_p99",
-    ("median", "itl"): "itl_ms_p50", ("p50", "itl"): "itl_ms_p50",
+    ("median", "itl"): "itl_ms_p50", ("p50", "itl"): "itl_ms_p50", ("p99", "itl"): "itl_ms_p99",
 }
 
 
@@ -82,6 +82,8 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     if backend.startswith(("sglang", "vllm", "tensorrt", "trt", "lmdeploy", "tgi")):
         inf["engine"] = backend
     failed = to_float(fields.get("failed requests", ""))
+    if failed is not None and failed >= 0:
+        inf["failed_requests"] = int(failed)
     if failed:
         res.notes.append(f"{source}: {int(failed)} failed request(s) in the benchmark")
     res.facts = trim({"inference": inf}) if inf else {}

@@ -26,3 +26,56 @@ def test_sample(fixture: str, fmt: str, expected: dict) -> None:
     bundle = load(fixture)
     assert bundle.sources[next(iter(bundle.sources))] == fmt
     assert same(bundle.facts, expected), bundle.facts
+
+
+def _proc(rank: int, frames: list[str]) -> str:
+    body = "".join(f"    {f}\n" for f in frames)
+    return (
+        f"Process {7000 + rank}: /usr/bin/python3 train.py --rank {rank}\n"
+        "Python v3.11.9 (/usr/bin/python3.11)\n\n"
+        f'Thread {7000 + rank} (active): "MainThread"\n{body}\n'
+    )
+
+
+SAVE_RANK0 = _proc(0, [
+    "_write_files_from_queue (torch/distributed/checkpoint/filesystem.py:277)",
+    "write_data (torch/distributed/checkpoint/filesystem.py:540)",
+    "save (torch/distributed/checkpoint/state_dict_saver.py:150)",
+    "save_checkpoint (train.py:210)",
+    "<module> (train.py:300)",
+]) + "".join(_proc(r, [
+    "barrier (torch/distributed/distributed_c10d.py:3686)",
+    "save_checkpoint (train.py:214)",
+    "<module> (train.py:300)",
+]) for r in (1, 2, 3))
+
+
+def test_checkpoint_on_rank0_while_others_wait_in_barrier() -> None:
+    from kb.parsers import py_spy
+
+    res = py_spy.parse(SAVE_RANK0.splitlines(True), "dumps.txt")
+    assert res.facts["distributed"]["ranks_in_barrier_waiting"] == 3
+    assert res.facts["training"] == {"checkpoint_on_rank0_only": True}
+    assert res.facts["distributed"]["outlier_ranks"] == [0]
+
+
+def test_torch_save_on_rank2_one_file_per_rank(tmp_path) -> None:
+    from kb.inputs import load_inputs
+
+    for r in range(4):
+        frames = (
+            ["_save (torch/serialization.py:853)", "save (torch/serialization.py:619)", "save_model (trainer.py:40)"]
+            if r == 2 else ["all_reduce (torch/distributed/distributed_c10d.py:2501)", "step (trainer.py:31)"]
+        )
+        (tmp_path / f"dump_rank{r}.txt").write_text(_proc(r, frames))
+    facts = load_inputs([str(tmp_path)]).facts
+    assert facts["distributed"]["ranks_in_barrier_waiting"] == 3
+    assert "training" not in facts  # the saver is not rank 0
+
+
+def test_no_checkpoint_facts_when_nobody_saves() -> None:
+    from kb.parsers import py_spy
+
+    text = "".join(_proc(r, ["barrier (torch/distributed/distributed_c10d.py:3686)"]) for r in range(3))
+    facts = py_spy.parse(text.splitlines(True), "d.txt").facts
+    assert "ranks_in_barrier_waiting" not in facts["distributed"] and "training" not in facts
