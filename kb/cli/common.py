@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+from enum import Enum
 from typing import Any, Callable, TypeVar
 
 import typer
@@ -18,6 +19,20 @@ EXIT_OK = 0
 EXIT_FINDING = 1  # a finding at or above --fail-on; or `kb validate` found problems
 EXIT_INPUT = 2  # bad input
 EXIT_INCONCLUSIVE = 3  # the facts do not decide anything
+
+
+class Lang(str, Enum):
+    """Report and export languages."""
+
+    en = "en"
+    zh = "zh"
+
+
+class Format(str, Enum):
+    """Output formats of reports and listings."""
+
+    md = "md"
+    json = "json"
 
 
 def fail(err: KbError) -> None:

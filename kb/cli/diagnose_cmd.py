@@ -11,17 +11,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from engine.errors import InputError
-from kb.cli.common import EXIT_FINDING, EXIT_INCONCLUSIVE, EXIT_OK, handle_errors, write_output
-
-
-class Format(str, Enum):
-    md = "md"
-    json = "json"
-
-
-class Lang(str, Enum):
-    en = "en"
-    zh = "zh"
+from kb.cli.common import (
+    EXIT_FINDING, EXIT_INCONCLUSIVE, EXIT_OK, Format, Lang, handle_errors, write_output,
+)
 
 
 class Severity(str, Enum):

@@ -11,27 +11,16 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from kb.cli.common import handle_errors, write_output
+from kb.cli.common import Format, Lang, handle_errors, write_output
 
 export_app = typer.Typer(
     no_args_is_help=True,
     help="Export the knowledge: agents-md, mermaid, dot, json, skill.",
 )
-
-
-class Lang(str, Enum):
-    en = "en"
-    zh = "zh"
-
-
-class RefFormat(str, Enum):
-    md = "md"
-    json = "json"
 
 
 LangOpt = Annotated[Lang, typer.Option("--lang", help="language of the text")]
@@ -139,14 +128,14 @@ def refs(
     group: Annotated[Optional[str], typer.Option("--group", help="only this group")] = None,
     search: Annotated[Optional[str], typer.Option(
         "--search", help="only references whose id, title, URL or text contains this")] = None,
-    format: Annotated[RefFormat, typer.Option("--format", help="md tables or json")] = RefFormat.md,
+    format: Annotated[Format, typer.Option("--format", help="md tables or json")] = Format.md,
     lang: LangOpt = Lang.en,
 ) -> None:
     """The reference index: authoritative links grouped by topic."""
     from kb.exports import refs as mod
 
     kn = _kn()
-    if format is RefFormat.json:
+    if format is Format.json:
         text = mod.export_json(kn, group, search)
     else:
         text = mod.export_md(kn, lang.value, group, search)

@@ -10,7 +10,8 @@ import typer
 
 from engine.errors import InputError, KbError
 from kb.cli.common import EXIT_INCONCLUSIVE, EXIT_OK, handle_errors, write_output
-from kb.cli.diagnose_cmd import Format, Lang, parse_sets
+from kb.cli.common import Format, Lang
+from kb.cli.diagnose_cmd import parse_sets
 
 
 @handle_errors

@@ -23,10 +23,12 @@ def code(text: str, in_table: bool = True) -> str:
     return f"{fence}{pad}{cell(text, in_table)}{pad}{fence}"
 
 
-def _ev(e: Any) -> str:
+def _ev(e: Any, fails: str = "") -> str:
+    """One piece of evidence; ``fails`` words a condition that did not hold."""
+    text = cell(e.condition) if e.holds is not False or not fails else f"{fails} {cell(e.condition)}"
     if e.fact.startswith("decision."):
-        return cell(e.condition)
-    return f"{cell(e.condition)} ({code(e.fact)} = {cell(fmt_value(e.value, e.unit))})"
+        return text
+    return f"{text} ({code(e.fact)} = {cell(fmt_value(e.value, e.unit))})"
 
 
 def render(report: Report, kn: Knowledge) -> str:
@@ -75,7 +77,7 @@ def render(report: Report, kn: Knowledge) -> str:
         lines.append(f"### {t('headings', 'ruled_out')}")
         lines.append("")
         for r in report.ruled_out:
-            why = "; ".join(_ev(e) for e in r.because)
+            why = "; ".join(_ev(e, t("labels", "fails")) for e in r.because)
             lines.append(f"- **{cell(r.title)}** ({code(r.cause_id)}): "
                          f"{t('labels', 'because')} {why}")
         lines.append("")
