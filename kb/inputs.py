@@ -289,7 +289,7 @@ def _reanalyse_ranks(bundle: InputBundle, forced: set[int]) -> None:
     dist = bundle.facts.get("distributed")
     if not dist or not (dist.get("rank_states") or forced):
         return
-    states, outliers, notes = ranks.analyse(dist.get("rank_states", []))
+    states, outliers, notes = ranks.analyse(dist.get("rank_states", []), timeout_op=dist.get("timeout_op"))
     dist["rank_states"] = states
     if outliers or forced:
         dist["outlier_ranks"] = sorted(set(outliers) | forced)

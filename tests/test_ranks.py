@@ -94,3 +94,34 @@ def test_4096_ranks_fast() -> None:
     _, outliers, _ = ranks.analyse(states)
     assert time.perf_counter() - t0 < 1.0
     assert outliers == [1234]
+
+
+def test_no_majority_the_timed_out_collective_decides() -> None:
+    """Two ranks in two collectives: the one outside the timed-out collective is the outlier."""
+    states = [{"rank": 0, "collective": "all_reduce"}, {"rank": 1, "collective": "barrier"}]
+    _, outliers, notes = ranks.analyse(states)
+    assert outliers == [] and "no majority" in notes[0]
+    _, outliers, notes = ranks.analyse(states, timeout_op="all_reduce")
+    assert outliers == [1] and "timed-out collective is all_reduce" in notes[0]
+    _, outliers, _ = ranks.analyse(states, timeout_op="ALLREDUCE")  # the NCCL OpType spelling
+    assert outliers == [1]
+    # the op names no rank's position (a gloo RECV) or every rank's: still no outlier
+    assert ranks.analyse(states, timeout_op="RECV")[1] == []
+    both = [{"rank": 0, "collective": "all_reduce", "seq": 3}, {"rank": 1, "collective": "all_reduce", "seq": 3}]
+    assert ranks.analyse(both, timeout_op="all_reduce")[1] == []
+    # a majority is not overruled by the timed-out op
+    four = [{"rank": r, "collective": "all_reduce"} for r in range(3)] + [{"rank": 3, "collective": "barrier"}]
+    assert ranks.analyse(four, timeout_op="barrier")[1] == [3]
+
+
+def test_gloo_desync_scenario_log_and_dumps() -> None:
+    """The nccl_gloo_desync scenario (torch 2.13): rank 0 timed out in all_reduce, rank 1 sits in barrier."""
+    from tests.parsers._fixtures import FIXTURES
+
+    names = ["gloo_desync_2_13.log", "gloo_desync_2_13_dump_rank0.txt", "gloo_desync_2_13_dump_rank1.txt"]
+    bundle = load_inputs([str(FIXTURES / n) for n in names])
+    d = bundle.facts["distributed"]
+    assert d["watchdog_timeout"] is True and d["timeout_op"] == "all_reduce"
+    assert [(s["rank"], s["collective"]) for s in d["rank_states"]] == [(0, "all_reduce"), (1, "barrier")]
+    assert d["outlier_ranks"] == [1]
+    assert "transports" not in d and "inter_node_transport" not in d

@@ -241,7 +241,6 @@ def kb_command() -> list[str]:
     return [sys.executable, "-m", "kb"]
 
 
-@pytest.mark.xfail(strict=False, reason="parsers pending")
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=gpu_only) if n in GPU else n for n in CPU + GPU]
 )

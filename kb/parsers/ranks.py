@@ -6,7 +6,10 @@ per field). Ranks are grouped by the collective they wait in (or, outside any co
 their innermost frame); the largest group is the majority, with ties broken in favour of a
 group that is inside a collective (peers of a hung rank wait in the collective; the hung rank
 is elsewhere). Outliers are ranks outside the majority group, plus ranks whose sequence number
-differs from the most common one. Linear time: 4096 ranks take milliseconds.
+differs from the most common one. Without a majority (two ranks in two collectives), the
+collective that timed out decides when it is known (``distributed.timeout_op``: the watchdog's
+OpType or the collective of the timing-out rank's traceback): the ranks not in it are the
+outliers, since the others wait for them there. Linear time: 4096 ranks take milliseconds.
 """
 
 from __future__ import annotations
@@ -73,12 +76,21 @@ def _combine(states: Iterable[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return by_rank
 
 
-def analyse(states: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int], list[str]]:
+def same_op(a: str, b: str) -> bool:
+    """Whether two names are the same collective: ``ALLREDUCE`` (NCCL OpType) is ``all_reduce``
+    (the Python function), ``_ALLGATHER_BASE`` is ``_all_gather_base``."""
+    return re.sub(r"[^a-z]", "", a.lower()) == re.sub(r"[^a-z]", "", b.lower())
+
+
+def analyse(
+    states: Iterable[dict[str, Any]], timeout_op: str | None = None
+) -> tuple[list[dict[str, Any]], list[int], list[str]]:
     """Combine per-rank states and name the outliers.
 
-    Returns ``(rank_states, outlier_ranks, notes)``: states sorted by rank with ``None`` fields
-    left out (the shape ``distributed.rank_states`` takes), outlier ranks sorted, and notes
-    describing the majority.
+    ``timeout_op`` is the collective that timed out, when known; it decides when no position
+    holds a majority (see the module docstring). Returns ``(rank_states, outlier_ranks,
+    notes)``: states sorted by rank with ``None`` fields left out (the shape
+    ``distributed.rank_states`` takes), outlier ranks sorted, and notes describing the majority.
     """
     by_rank = _combine(states)
     ordered = [by_rank[r] for r in sorted(by_rank)]
@@ -96,7 +108,14 @@ def analyse(states: Iterable[dict[str, Any]]) -> tuple[list[dict[str, Any]], lis
         leaders = [k for k, c in ranked if c == top]
         in_coll = [k for k in leaders if any(by_rank[r].get("collective") == k for r in known if known[r] == k)]
         majority = leaders[0] if len(leaders) == 1 else (in_coll[0] if len(in_coll) == 1 else None)
-        if majority is None:
+        waiting = [r for r, k in known.items() if timeout_op and same_op(k, timeout_op)]
+        if majority is None and waiting and len(waiting) < len(known):
+            outliers.update(r for r in known if r not in waiting)
+            notes.append(
+                f"distributed.rank_states: no majority position among {len(known)} ranks; the timed-out "
+                f"collective is {timeout_op}, so the ranks not in it are the outliers ({sorted(outliers)})"
+            )
+        elif majority is None:
             notes.append(f"distributed.rank_states: no majority position among {len(known)} ranks")
         else:
             outliers.update(r for r, k in known.items() if k != majority)

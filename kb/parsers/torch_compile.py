@@ -3,7 +3,22 @@
 ``torch._dynamo.explain()`` output (2.1+ and the pre-2.1 string).
 
 Graph breaks are counted by category (``GRAPH_BREAK_CATEGORIES``) from their reason text;
-recompilations by the kind of their first guard failure (shape, dtype, other).
+recompilations by the kind of their first guard failure (shape, dtype, other; the source
+comment after ``#`` is not part of the guard).
+
+Each graph break is counted once, however many lines its record has:
+
+* a structured record (``Graph break in user code at ...``) is one break. When its reason is
+  the generic ``Encountered graph break when attempting to trace <OPCODE>: ...`` (2.9+), the
+  category comes from that reason together with the record's ``Explanation:`` line (e.g.
+  "Dynamo does not know how to trace builtin operator `print`");
+* the warning block of 2.9+ (``Graph break from `Tensor.item()`, consider setting:`` and its
+  ``Graph break: from user code at:``) announces the break that the structured record of the
+  same frame (compile id ``[0/0]``) then describes: the two are one break. Without
+  ``TORCH_LOGS=graph_breaks`` the warning block alone is counted.
+
+Only lines that the training-log scanner also feeds (its ``compile`` trigger literals) decide
+a category, so a mixed log read by ``training_log`` counts the same breaks the same way.
 """
 
 from __future__ import annotations
@@ -42,11 +57,17 @@ _BREAK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 _STRUCTURED = re.compile(r"Graph break(?: \([^)]*\))? in user code at")
+#: the 2.9+ wrapper reason; the real one is in the record's Explanation line
+_GENERIC_REASON = re.compile(r"^Encountered graph break when attempting to trace\b")
+_EXPLANATION = re.compile(r"^\s*Explanation: (.*)")
+#: the warning that opens a 2.9+ warning block, e.g. "Graph break from `Tensor.item()`, consider setting:"
+_WARN_BREAK = re.compile(r"Graph break from `([^`]+)`")
 _OLD_BREAK = re.compile(r"Graph break:(.*?)(?:\s*from user code at:?\s*$|\s*$)")
 _BREAK_REASON = re.compile(r"Graph Break Reason: (.*)")
 _UNSUPPORTED_EXC = re.compile(r"torch\._dynamo\.exc\.(?:Unsupported|UserError): (.*)")
 _RECOMPILE = re.compile(r"Recompiling function (\S+) in")
 _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
+_GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 _TUPLE_GUARD = re.compile(r"triggered by the following guard failure\S*: (.*)")
 _LIMIT = re.compile(
     r"hit config\.(cache_size_limit|recompile_limit|accumulated_\w+) \((\d+)\)|hit recompilation cache limit"
@@ -59,7 +80,7 @@ _OLD_EXPLAIN_ITEM = re.compile(r"^\s*\d+\. (.+)")
 # glog (2.3+) and logger (2.0-2.2) prefixes, plus the frame/compile id and artifact tags
 _PREFIX = re.compile(
     r"^(?:\[[^\]]*\] )?(?:\[rank\d+\]:)?(?:[VIWEDF]\d{4} [\d:.]+ \d+ \S+:\d+\] "
-    r"|\[[\d\- :,.]+\] torch\._dynamo\.[\w.]+?: \[\w+\] )?(?:\[\d+/\d+(?:_\d+)?\] )?(?:\[__\w+\] ?)?"
+    r"|\[[\d\- :,.]+\] torch\._dynamo\.[\w.]+?: \[\w+\] )?(?:\[(?P<cid>\d+/\d+(?:_\d+)?)\] )?(?:\[__\w+\] ?)?"
 )
 
 
@@ -73,8 +94,12 @@ def categorize_break(reason: str) -> str:
 
 
 def categorize_guard(guard: str) -> str:
-    """Kind of one recompilation guard failure: shape, dtype or other."""
-    text = guard.lower()
+    """Kind of one recompilation guard failure: shape, dtype or other.
+
+    A value guard (``___stack0 == 1.86``: a Python float specialised by ``.item()``) is other;
+    the source comment Dynamo appends after ``#`` is ignored.
+    """
+    text = _GUARD_COMMENT.sub("", guard).lower()
     if "dtype mismatch" in text or "dtype" in text:
         return "dtype"
     if re.search(r"size mismatch|stride mismatch|\.size\(|\bshape\b|sizes\(\)", text):
@@ -88,6 +113,8 @@ class CompileScanner:
     def __init__(self) -> None:
         self.breaks: Counter[str] = Counter()
         self.pending_reason: str | None = None  # reason of the break being read ("" = unknown yet)
+        self.awaiting_explanation = False  # its reason is the generic wrapper: the Explanation decides
+        self.warned: tuple[str | None, str] | None = None  # (compile id, text) of a warning-block break
         self.explain_count: int | None = None
         self.in_explain = False
         self.in_old_explain = False
@@ -102,6 +129,26 @@ class CompileScanner:
         if self.pending_reason is not None:
             self.breaks[categorize_break(self.pending_reason)] += 1
             self.pending_reason = None
+            self.awaiting_explanation = False
+
+    def _close_warned(self) -> None:
+        """Count a warning-block break that no structured record described."""
+        if self.warned is not None:
+            self.breaks[categorize_break(self.warned[1])] += 1
+            self.warned = None
+
+    def _open_break(self, cid: str | None) -> None:
+        """A structured record starts: it absorbs a warning block of the same frame."""
+        self._close_break()
+        reason = ""
+        if self.warned is not None:
+            if self.warned[0] == cid:
+                reason = self.warned[1]
+                self.warned = None
+            else:
+                self._close_warned()
+        self.pending_reason = reason
+        self.seen = True
 
     def _close_recompile(self) -> None:
         if self.pending_recompile:
@@ -110,7 +157,10 @@ class CompileScanner:
 
     def feed(self, raw: str) -> None:
         """Consume one line."""
-        line = _PREFIX.sub("", strip_ansi(raw).rstrip("\r\n"), count=1)
+        text = strip_ansi(raw).rstrip("\r\n")
+        pm = _PREFIX.match(text)
+        cid = pm.group("cid") if pm else None
+        line = text[pm.end():] if pm else text
         if self.pending_recompile:
             m = _GUARD.match(line)
             if m:
@@ -121,20 +171,39 @@ class CompileScanner:
                 return
             self._close_recompile()
         if _STRUCTURED.search(line):
-            self._close_break()
-            self.pending_reason = ""
-            self.seen = True
+            self._open_break(cid)
             return
         m = _BREAK_REASON.search(line)
         if m and self.pending_reason is not None:
-            self.pending_reason = m.group(1)
+            reason = m.group(1).strip()
+            self.pending_reason = f"{self.pending_reason} {reason}".strip()
+            if _GENERIC_REASON.match(reason):
+                self.awaiting_explanation = True
+            else:
+                self._close_break()
+            return
+        if self.awaiting_explanation:
+            m = _EXPLANATION.match(line)
+            if m:
+                self.pending_reason = f"{self.pending_reason} {m.group(1)}"
+                self._close_break()
+                return
+        m = _WARN_BREAK.search(line)
+        if m:
             self._close_break()
+            self._close_warned()
+            self.warned = (cid, m.group(1))
+            self.seen = True
             return
         m = _OLD_BREAK.search(line)
         if m and "Graph break:" in line:
+            reason = m.group(1).strip()
+            if not reason and self.warned is not None and self.warned[0] == cid:
+                return  # the "from user code at:" line of the warning block
             self._close_break()
+            self._close_warned()
             self.seen = True
-            self.pending_reason = m.group(1).strip()
+            self.pending_reason = reason
             if self.pending_reason:
                 self._close_break()
             return
@@ -189,6 +258,7 @@ class CompileScanner:
     def finish(self, facts: dict[str, Any]) -> None:
         """Write ``compile.*`` facts for what was seen."""
         self._close_break()
+        self._close_warned()
         self._close_recompile()
         if not self.seen and not self.breaks:
             return

@@ -24,7 +24,8 @@ generated logs with signatures across block boundaries):
 
 Not seen by design (no trigger): lines whose only signal is lower-case ``nccl``/``gloo``,
 an all-caps ``LOSS``, a grad norm on a line without ``loss``, and Dynamo lines without
-``Graph``/``Recompiling``/``Unsupported`` (the ``torch_compile`` parser reads compile logs fully).
+``Graph``/``Recompiling``/``Unsupported``/``Explanation:`` (the ``torch_compile`` parser reads
+compile logs fully, but categorises graph breaks from the same lines, so both agree).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "compile": (
         "Graph break", "Graph Break", "Graph Count", "Recompiling function", "Dynamo produced",
         "Unsupported", "UserError", "fullgraph=True",
+        "Explanation:",  # 2.9+ records: the real reason behind "Encountered graph break when ..."
     ),
     "vllm": ("Avg prompt throughput",),
     "env": ("NCCL_", "CUDA_", "TORCH_"),
@@ -132,6 +134,8 @@ _BLOCKING = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)[^)]*?Timeout\(ms\)
 _RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|^\[rank(\d+)\]:")
 _WORK_AT = re.compile(r"detected by watchdog at work(?: sequence id)?: (\d+)|Timeout at NCCL work: (\d+)")
 _GLOO_TIMEOUT = re.compile(r"Timed out waiting (\d+)ms for (recv|send) operation")
+_TB_FRAME = re.compile(r'^(?:\[rank\d+\]:)?\s*File "([^"]+)", line \d+, in (\S+)')
+_TB_START = "Traceback (most recent call last)"
 _MONITORED = re.compile(r"Rank (\d+) failed to pass monitoredBarrier in (\d+) ms")
 _NCCL_VERSION = re.compile(r"NCCL version:? (\d+\.\d+\.\d+)")
 _NCCL_NETWORK = re.compile(r"NCCL INFO Using network (.+?)\s*$")
@@ -252,7 +256,7 @@ class LogScanner:
             if "timed out waiting" in low:
                 m = _GLOO_TIMEOUT.search(line)
                 if m:
-                    self._gloo(m)
+                    self._gloo(m, line)
         if "numerics" in fams:
             self._numerics(line, low)
         if "anomaly" in fams:
@@ -482,13 +486,38 @@ class LogScanner:
         if cur is None or rank[t] > rank.get(cur, -1):
             set_fact(self.facts, "distributed.intra_node_transport", t, overwrite=True)
 
-    def _gloo(self, m: re.Match[str]) -> None:
+    def _gloo(self, m: re.Match[str], line: str) -> None:
+        """A gloo timeout: the op is the collective of the traceback above it (``in all_reduce``),
+        else the transport operation (RECV / SEND); that rank waits in that collective."""
         f = self.facts
         set_fact(f, "distributed.backend", "gloo")
         set_fact(f, "distributed.watchdog_timeout", True)
         set_fact(f, "distributed.timeout_ms", float(m.group(1)))
-        set_fact(f, "distributed.timeout_op", m.group(2).upper())
+        rank = self._rank_of(line)
+        collective = self._traceback_collective(line)
+        set_fact(f, "distributed.timeout_op", collective or m.group(2).upper())
+        if rank is not None and collective:
+            self._rank_state(rank, collective=collective)
         add_unique(f, "distributed.errors", "gloo_timeout")
+
+    def _traceback_collective(self, line: str) -> str | None:
+        """The collective of the traceback that ends at ``line`` (the same ``[rankN]:`` prefix).
+
+        Looks back over at most _LOOKBACK lines, innermost frame first, up to the traceback's
+        first line; None when no frame there is a collective (see ``ranks.collective_of``).
+        """
+        tag = line[: line.index("]:") + 2] if line.startswith("[rank") and "]:" in line else ""
+        frames: list[tuple[str, str]] = []
+        for prev in reversed(self.before()):
+            prev = strip_ansi(prev).rstrip("\r\n")
+            if tag and not prev.startswith(tag):
+                continue
+            if _TB_START in prev:
+                break
+            fm = _TB_FRAME.match(prev)
+            if fm:
+                frames.append((fm.group(2), fm.group(1)))
+        return ranks.collective_of(frames)
 
     def _numerics(self, line: str, low: str) -> None:
         if "overflow" in low:
@@ -618,7 +647,9 @@ class LogScanner:
             if key in num:
                 num[key] = [v for v in num[key] if v is not None and math.isfinite(v) and v >= 0]
         if self.rank_states or self.forced_outliers:
-            states, outliers, notes = ranks.analyse(self.rank_states.values())
+            states, outliers, notes = ranks.analyse(
+                self.rank_states.values(), timeout_op=get_fact(f, "distributed.timeout_op")
+            )
             d = f.setdefault("distributed", {})
             d["rank_states"] = states
             d["outlier_ranks"] = sorted(set(outliers) | self.forced_outliers)
