@@ -102,6 +102,8 @@ class Reasoner:
         self._edge_facts: dict[str, set[str]] = {}
         self._rule_clauses = {spec[0]: spec[1] for spec in rules.rule_specs(kn)}
         self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
+        self._check_produces = {c.id: frozenset(c.produces) for c in kn.checks.values()}
+        self._produced_memo: dict[tuple[str, str], bool] = {}
         # distance of each decision node from its branch's start: the graph's own order
         self._depth: dict[str, int] = {}
         for b in kn.branches.values():
@@ -236,9 +238,17 @@ class Reasoner:
                 out.add(base_path(fact))
         return out
 
-    @staticmethod
-    def _produced(fact: str, produces: set[str]) -> bool:
-        return fact in produces or any(fact.startswith(p + ".") for p in produces)
+    def _produced(self, fact: str, check_id: str) -> bool:
+        """Does the check's output give this fact (itself or a parent path)? Memoised: both
+        sides come from the knowledge, so the table stays small."""
+        key = (check_id, fact)
+        hit = self._produced_memo.get(key)
+        if hit is None:
+            produces = self._check_produces[check_id]
+            parts = fact.split(".")
+            hit = any(".".join(parts[:i]) in produces for i in range(1, len(parts) + 1))
+            self._produced_memo[key] = hit
+        return hit
 
     def _next_checks(self, results: list[CauseResult], known: dict[str, Any],
                      in_play: set[str]) -> list[CheckSuggestion]:
@@ -249,16 +259,15 @@ class Reasoner:
         open_nodes = {f[len("decision."):] for r in hyps for f in r.missing
                       if f.startswith("decision.")}
         for chk in self.kn.checks.values():
-            produces = set(chk.produces)
             # undecided nodes this check settles: it is their check, or gives their facts
             decides = sorted(n for n in open_nodes if self._node_check.get(n) == chk.id or any(
-                self._produced(f, produces) for f in self._edge_facts.get(n, ())))
+                self._produced(f, chk.id) for f in self._edge_facts.get(n, ())))
             facts_hit: set[str] = set()
             separates = []
             completes = 0
             for cid, open_facts in open_by_cause.items():
                 settled = {f for f in open_facts if (f.startswith("@") and f[1:] in decides)
-                           or (not f.startswith("@") and self._produced(f, produces))}
+                           or (not f.startswith("@") and self._produced(f, chk.id))}
                 if settled:
                     separates.append(cid)
                     facts_hit |= {f for f in settled if not f.startswith("@")}
