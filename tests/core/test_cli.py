@@ -186,3 +186,19 @@ def test_bundled_example_from_readme() -> None:
     r = kb("diagnose", "--facts", str(EXAMPLE))
     assert r.returncode == 0, r.stderr
     assert "gpu_util.dataloader_bound" in r.stdout
+
+
+def test_every_command_has_help_alone_and_in_the_full_app() -> None:
+    from kb.cli.app import COMMANDS
+
+    full = kb("--help")
+    assert full.returncode == 0
+    for name in COMMANDS:
+        assert name in full.stdout
+        r = kb(name, "--help")  # built alone: only this command's module is imported
+        assert r.returncode == 0 and "Usage: " in r.stdout, (name, r.stderr)
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    r = kb("diagnoze")
+    assert r.returncode == 2 and "No such command" in r.stderr
