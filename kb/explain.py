@@ -21,35 +21,15 @@ from engine.facts import fact_units
 from engine.graph import ROOT, build
 from engine.knowledge import AnyOf, Clause, Condition, Knowledge
 from kb.report.model import SCHEMA_VERSION, FixOut, Ref, VerifyOut
+from kb.report.wording import wording
 
 #: edge types that make up the reasoning path (symptom -> branch -> decision nodes -> cause)
 _PATH_EDGES = frozenset({"branch", "step"})
 
-#: headings and labels of the rendered explanation. ``report.yaml`` may override any of them
-#: under an ``explain:`` key ({label: {en, zh}}), so wording stays reviewable with the rest.
-LABELS: dict[str, dict[str, str]] = {
-    "path": {"en": "How it is reached", "zh": "推理路径"},
-    "conditions": {"en": "Confirmed when", "zh": "确认条件"},
-    "supporting": {"en": "Supported by", "zh": "佐证条件"},
-    "why": {"en": "Why", "zh": "原因"},
-    "fixes": {"en": "Fixes", "zh": "修复建议"},
-    "verify": {"en": "Verification", "zh": "验证步骤"},
-    "references": {"en": "References", "zh": "参考资料"},
-    "branch": {"en": "Branch", "zh": "分支"},
-    "severity": {"en": "Severity", "zh": "严重程度"},
-    "decided_by": {"en": "decided by", "zh": "判定命令"},
-    "expect": {"en": "expect", "zh": "预期"},
-    "or": {"en": " or ", "zh": " 或 "},
-    "when": {"en": "when", "zh": "条件"},
-}
-
 
 def label(kn: Knowledge, key: str, lang: str) -> str:
-    """A heading or label of the explanation, from ``report.yaml`` ``explain:`` if present."""
-    over = (kn.report_text.get("explain") or {}).get(key) if isinstance(kn.report_text, dict) else None
-    if isinstance(over, dict) and over.get(lang):
-        return str(over[lang])
-    return LABELS[key]["zh" if lang == "zh" else "en"]
+    """A heading or label of this output, from ``report.yaml`` ``explain:``."""
+    return wording(kn, "explain", key, lang)
 
 
 class CheckRef(BaseModel):

@@ -25,38 +25,15 @@ from engine.conditions import base_path, evaluate, flatten, fmt_value
 from engine.facts import Facts, fact_units
 from engine.knowledge import Knowledge
 from kb.report.model import SCHEMA_VERSION, Evidence
+from kb.report.wording import wording
 
 Verdict = Literal["fixed", "not_fixed", "cannot_tell"]
 
-LABELS: dict[str, dict[str, str]] = {
-    "title": {"en": "Verification", "zh": "修复验证"},
-    "columns": {"en": "Cause|Check|Metric|Before|After|Expected|Holds",
-                "zh": "根因|验证步骤|指标|修复前|修复后|预期|是否满足"},
-    "verdict": {"en": "Verdict", "zh": "结论"},
-    "fixed": {"en": "fixed", "zh": "已修复"},
-    "not_fixed": {"en": "not fixed", "zh": "未修复"},
-    "cannot_tell": {"en": "cannot tell", "zh": "无法判断"},
-    "cause_after": {"en": "Cause on the after facts", "zh": "修复后的根因状态"},
-    "confirmed": {"en": "still confirmed", "zh": "仍然成立"},
-    "hypothesis": {"en": "not confirmed (facts missing)", "zh": "未确认（缺少事实）"},
-    "ruled_out": {"en": "ruled out", "zh": "已排除"},
-    "absent": {"en": "not in play", "zh": "不再涉及"},
-    "yes": {"en": "yes", "zh": "是"},
-    "no": {"en": "no", "zh": "否"},
-    "unknown": {"en": "unknown", "zh": "未知"},
-    "nothing": {"en": "No cause is confirmed on the before facts: nothing to verify.",
-                "zh": "修复前的事实没有确认任何根因：没有可验证的内容。"},
-    "warnings": {"en": "Warnings", "zh": "警告"},
-    "because": {"en": "because", "zh": "原因"},
-}
 
 
 def label(kn: Knowledge, key: str, lang: str) -> str:
-    """A label, from ``report.yaml`` ``verify:`` if present, else the built-in wording."""
-    over = (kn.report_text.get("verify") or {}).get(key) if isinstance(kn.report_text, dict) else None
-    if isinstance(over, dict) and over.get(lang):
-        return str(over[lang])
-    return LABELS[key]["zh" if lang == "zh" else "en"]
+    """A heading or label of this output, from ``report.yaml`` ``verify:``."""
+    return wording(kn, "verify", key, lang)
 
 
 class MetricCheck(BaseModel):

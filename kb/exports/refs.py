@@ -41,7 +41,7 @@ def markdown(kn: Knowledge, refs: list[Reference], lang: str = "en", *, level: i
         if not rows:
             continue
         out += [f"{hashes} {g.title.get(lang)}", "",
-                f"| {chrome(lang, 'refs')} | {chrome(lang, 'about')} |", "|---|---|"]
+                f"| {chrome(kn, lang, 'refs')} | {chrome(kn, lang, 'about')} |", "|---|---|"]
         out += [f"| {cell(link(r.title, r.url))} | {cell(r.about.get(lang))} |" for r in rows]
         out.append("")
     return "\n".join(out)
@@ -50,7 +50,7 @@ def markdown(kn: Knowledge, refs: list[Reference], lang: str = "en", *, level: i
 def export_md(kn: Knowledge, lang: str = "en", group: str | None = None,
               search: str | None = None) -> str:
     refs = select(kn, group, search)
-    head = f"# {chrome(lang, 'index')}\n\n"
+    head = f"# {chrome(kn, lang, 'index')}\n\n"
     return head + markdown(kn, refs, lang)
 
 

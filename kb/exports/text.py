@@ -16,147 +16,12 @@ from engine.conditions import base_path, describe, fmt_value, resolve_value
 from engine.errors import InputError
 from engine.facts import BRANCHES, fact_units
 from engine.knowledge import AnyOf, BranchGraph, Clause, Condition, Knowledge
+from kb.report.wording import wording
 
 LANGS = ("en", "zh")
 
 #: export chrome: headings and connecting words that are not knowledge (the knowledge itself,
 #: every title, step, rule, command and threshold, comes from graphs/)
-CHROME: dict[str, dict[str, str]] = {
-    "en": {
-        "when": "When to use",
-        "when_intro": "Use this SOP when the user says:",
-        "branch": "Branch",
-        "symptom": "Symptom",
-        "words": "Trigger words",
-        "steps": "Steps",
-        "health": "Health checks (step 2)",
-        "check": "Check",
-        "command": "Command",
-        "look_for": "Look for",
-        "branches": "Branches",
-        "entry": "Enter when",
-        "first_tools": "First tools",
-        "decisions": "Decision points",
-        "run": "run",
-        "table": "Causes",
-        "cause": "Root cause",
-        "fix": "Fix",
-        "verify": "Verify",
-        "refs": "References",
-        "rules": "Hard rules",
-        "contract": "Output contract",
-        "contract_intro": "Answer with exactly this table, one row per finding, then three sentences:",
-        "contract_links": "Every recommendation cites at least one link from the reference index below.",
-        "index": "Reference index",
-        "about": "About",
-        "or": " or ",
-        "and": " and ",
-        "unknown_node": "not yet described",
-        "why": "Why",
-        "conditions": "Holds when",
-        "supporting": "Supporting evidence",
-        "severity": "Severity",
-        "expect": "expect",
-        "produces": "Produces",
-        "cost": "Cost (1 = seconds, 10 = a rerun)",
-        "env": "Environment",
-        "health_flag": "Health check",
-        "yes": "yes",
-        "no": "no",
-        "skill_desc": "Triage slow or failing GPU training and LLM inference with the kb expert system.",
-        "skill_when": "Use it when the user reports:",
-        "skill_how": "How to triage with kb",
-        "skill_facts": "Diagnose a facts file (JSON, schema: `kb schema`):",
-        "skill_input": "Or let kb parse raw artifacts (nvidia-smi, iostat, ps, py-spy, logs) from a folder:",
-        "skill_explain": "Explain one cause (conditions, fixes, verification, references):",
-        "skill_mcp": "Or serve the same tools to an MCP client:",
-        "skill_exit": "Exit codes: 0 nothing at or above --fail-on, 1 a finding, 2 bad input, 3 inconclusive.",
-        "skill_without": "Without kb, follow the steps below by hand.",
-        "skill_files": "Reference files",
-        "skill_causes": "every cause: symptom, conditions, fixes, verification, references",
-        "skill_checks": "every command that produces facts, and what to look for",
-        "skill_sources": "the reference index, grouped by topic",
-        "snippet_title": "GPU training / inference triage",
-        "snippet_intro": "When the user reports",
-        "snippet_do": "do not guess: gather facts and ask kb.",
-        "snippet_json": "structured diagnosis (findings, evidence, fixes, verification, links)",
-        "snippet_input": "the same from raw logs and tool outputs",
-        "snippet_mcp": "the same tools over MCP",
-        "snippet_explain": "one cause: conditions, fixes, verification, links",
-        "checks_title": "Checks",
-        "sep": ", ",
-        "colon": ":",
-        "period": ".",
-        "snippet_out": "Report kb's findings as its Markdown table plus three sentences; keep every link it cites.",
-    },
-    "zh": {
-        "when": "何时使用",
-        "when_intro": "用户提到以下情况时按本 SOP 执行：",
-        "branch": "分支",
-        "symptom": "症状",
-        "words": "触发词",
-        "steps": "步骤",
-        "health": "体检命令（第 2 步）",
-        "check": "检查",
-        "command": "命令",
-        "look_for": "关注",
-        "branches": "分支详解",
-        "entry": "进入条件",
-        "first_tools": "首选工具",
-        "decisions": "决策点",
-        "run": "运行",
-        "table": "根因速查",
-        "cause": "根因",
-        "fix": "修复",
-        "verify": "验证",
-        "refs": "参考资料",
-        "rules": "硬性规则",
-        "contract": "输出格式",
-        "contract_intro": "严格按下表作答，每条发现一行，再写三句话结论：",
-        "contract_links": "每条建议至少引用一个下方参考索引中的链接。",
-        "index": "参考索引",
-        "about": "简介",
-        "or": " 或 ",
-        "and": " 且 ",
-        "unknown_node": "尚未描述",
-        "why": "原因",
-        "conditions": "成立条件",
-        "supporting": "佐证",
-        "severity": "严重程度",
-        "expect": "预期",
-        "produces": "产出",
-        "cost": "代价（1 = 几秒，10 = 重跑）",
-        "env": "环境变量",
-        "health_flag": "体检命令",
-        "yes": "是",
-        "no": "否",
-        "skill_desc": "用 kb 专家系统定位 GPU 训练与 LLM 推理的性能问题和故障。",
-        "skill_when": "用户提到以下情况时使用：",
-        "skill_how": "用 kb 定位问题",
-        "skill_facts": "诊断一个事实文件（JSON，结构见 `kb schema`）：",
-        "skill_input": "或让 kb 直接解析目录中的原始输出（nvidia-smi、iostat、ps、py-spy、日志）：",
-        "skill_explain": "解释某个根因（条件、修复、验证、参考）：",
-        "skill_mcp": "或以 MCP 服务提供同样的工具：",
-        "skill_exit": "退出码：0 无达到 --fail-on 的发现，1 有发现，2 输入有误，3 无法判断。",
-        "skill_without": "没有 kb 时，按下面的步骤手动执行。",
-        "skill_files": "参考文件",
-        "skill_causes": "全部根因：症状、条件、修复、验证、参考",
-        "skill_checks": "所有产出事实的命令及关注点",
-        "skill_sources": "按主题分组的参考索引",
-        "snippet_title": "GPU 训练 / 推理问题定位",
-        "snippet_intro": "当用户提到",
-        "snippet_do": "时，不要猜：先收集事实，再交给 kb。",
-        "snippet_json": "结构化诊断（发现、证据、修复、验证、链接）",
-        "snippet_input": "直接从原始日志和工具输出诊断",
-        "snippet_mcp": "通过 MCP 提供同样的工具",
-        "snippet_explain": "单个根因：条件、修复、验证、链接",
-        "checks_title": "检查命令",
-        "sep": "、",
-        "colon": "：",
-        "period": "。",
-        "snippet_out": "按 kb 的 Markdown 表加三句话结论汇报，保留它引用的每个链接。",
-    },
-}
 
 _SYMBOLS = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "=", "!=": "≠"}
 
@@ -167,8 +32,9 @@ def check_lang(lang: str) -> str:
     return lang
 
 
-def chrome(lang: str, key: str) -> str:
-    return CHROME[lang][key]
+def chrome(kn: Knowledge, lang: str, key: str) -> str:
+    """A heading or label of the exports, from ``report.yaml`` ``exports:``."""
+    return wording(kn, "exports", key, lang)
 
 
 # ---------------------------------------------------------------- Markdown
@@ -255,7 +121,7 @@ class Wording:
         self.nodes = {n.id: (b, n) for b in kn.branches.values() for n in b.nodes}
 
     def t(self, key: str) -> str:
-        return CHROME[self.lang][key]
+        return chrome(self.kn, self.lang, key)
 
     def node_label(self, raw: str) -> str:
         """What a decision-graph node id reads as: node label, cause title, or branch title."""

@@ -20,7 +20,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from kb.exports import agents_md, refs, skill
-from kb.exports.text import CHROME, branch_order
+from kb.exports.text import branch_order, chrome
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -191,10 +191,10 @@ def test_agents_md_shows_thresholds_and_their_commands(kn, docs):
                 assert n.label.en in md and (command in md or chk.title.en in md)
 
 
-def test_agents_md_text_in_one_language(docs):
+def test_agents_md_text_in_one_language(docs, kn):
     for key in ("when", "steps", "rules", "contract", "index", "decisions"):
-        assert f"## {CHROME['en'][key]}" not in docs["zh"]
-        assert CHROME["zh"][key] not in docs["en"]
+        assert f"## {chrome(kn, 'en', key)}" not in docs["zh"]
+        assert chrome(kn, "zh", key) not in docs["en"]
     assert not re.search(r"[\u4e00-\u9fff]", docs["en"]), "Chinese text in the English export"
 
 
