@@ -65,30 +65,31 @@ def render(report: Report, kn: Knowledge) -> str:
     if report.question:
         lines.append(f"**{t('headings', 'question')}:** {cell(report.question)}")
         lines.append("")
+    colon, semi, period, comma = (t("punct", k) for k in ("colon", "semicolon", "period", "list"))
     if report.hypotheses:
         lines.append(f"### {t('headings', 'hypotheses')}")
         lines.append("")
         for h in report.hypotheses:
-            miss = ", ".join(code(m) for m in h.missing) or t("labels", "none")
-            lines.append(f"- **{cell(h.title)}** ({code(h.cause_id)}): "
-                         f"{t('labels', 'missing')}: {miss}")
+            miss = comma.join(code(m, False) for m in h.missing) or t("labels", "none")
+            lines.append(f"- **{cell(h.title, False)}** ({code(h.cause_id, False)}){colon}"
+                         f"{t('labels', 'missing')}{colon}{miss}")
         lines.append("")
     if report.ruled_out:
         lines.append(f"### {t('headings', 'ruled_out')}")
         lines.append("")
         for r in report.ruled_out:
-            why = "; ".join(_ev(e, t("labels", "fails")) for e in r.because)
-            lines.append(f"- **{cell(r.title)}** ({code(r.cause_id)}): "
+            why = semi.join(_ev(e, t("labels", "fails")) for e in r.because)
+            lines.append(f"- **{cell(r.title, False)}** ({code(r.cause_id, False)}){colon}"
                          f"{t('labels', 'because')} {why}")
         lines.append("")
     if report.next_checks:
         lines.append(f"### {t('headings', 'next_checks')}")
         lines.append("")
         for i, c in enumerate(report.next_checks[:8], 1):
-            sep = ", ".join(code(s) for s in c.separates)
-            tail = f"; {t('labels', 'separates')}: {sep}" if sep else ""
-            lines.append(f"{i}. {code(c.command, False)} — {cell(c.title, False)}. "
-                         f"{t('labels', 'look_for')}: {cell(c.look_for, False)}{tail}")
+            sep = comma.join(code(s, False) for s in c.separates)
+            tail = f"{semi}{t('labels', 'separates')}{colon}{sep}" if sep else ""
+            lines.append(f"{i}. {code(c.command, False)} — {cell(c.title, False)}{period}"
+                         f"{t('labels', 'look_for')}{colon}{cell(c.look_for, False)}{tail}")
         lines.append("")
     if report.warnings:
         lines.append(f"### {t('headings', 'warnings')}")
