@@ -256,6 +256,7 @@ class Reasoner:
         only_symptom = not any(not k.startswith(("symptom", "branch.")) for k in known)
         suggestions: list[tuple[tuple, CheckSuggestion]] = []
         open_by_cause = {r.cause_id: self._open_facts(r) for r in hyps}
+        confidence = {r.cause_id: r.confidence for r in hyps}
         open_nodes = {f[len("decision."):] for r in hyps for f in r.missing
                       if f.startswith("decision.")}
         for chk in self.kn.checks.values():
@@ -265,6 +266,7 @@ class Reasoner:
             facts_hit: set[str] = set()
             separates = []
             completes = 0
+            likely = 0.0  # the best-supported hypothesis this check speaks to
             for cid, open_facts in open_by_cause.items():
                 settled = {f for f in open_facts if (f.startswith("@") and f[1:] in decides)
                            or (not f.startswith("@") and self._produced(f, chk.id))}
@@ -272,13 +274,14 @@ class Reasoner:
                     separates.append(cid)
                     facts_hit |= {f for f in settled if not f.startswith("@")}
                     completes += settled == open_facts
+                    likely = max(likely, confidence[cid])
             if not in_play:
                 if not chk.health_check:
                     continue
             elif not separates:
                 continue
             health_first = 0 if (chk.health_check and (only_symptom or not in_play)) else 1
-            key = self._order_key(health_first, completes, len(separates), chk.cost,
+            key = self._order_key(health_first, completes, likely, len(separates), chk.cost,
                                   self._health_order.get(chk.id, len(self._health_order)),
                                   chk.id, decides)
             suggestions.append((key, CheckSuggestion(
@@ -287,12 +290,14 @@ class Reasoner:
         suggestions.sort(key=lambda kv: kv[0])
         return [s for _, s in suggestions]
 
-    def _order_key(self, health_first: int, completes: int, separates: int, cost: int,
-                   health_rank: int, check_id: str, decides: list[str]) -> tuple:
-        # settle a whole hypothesis first; then cover the most hypotheses; then follow the
-        # decision graph from its root; cheapest first; the SOP's health-check order on ties
+    def _order_key(self, health_first: int, completes: int, likely: float, separates: int,
+                   cost: int, health_rank: int, check_id: str, decides: list[str]) -> tuple:
+        # settle a whole hypothesis first; then separate the most hypotheses; then serve the
+        # best-supported one; cheapest first; then the decision graph's own order from its
+        # root; the SOP's health-check order last (tests/reasoning/test_chains.py measures it)
         depth = min((self._depth.get(n, 99) for n in decides), default=99)
-        return (health_first, -completes, -separates, depth, cost, health_rank, check_id)
+        return (health_first, -completes, -separates, -likely, cost, depth, health_rank,
+                check_id)
 
     # -- status ------------------------------------------------------------------------------
 
