@@ -196,6 +196,10 @@ def parse_value(prompt: FactPrompt, text: str) -> Any:
             raise ValueError("expected a whole number")
         return int(v)
     if prompt.kind == "number":
+        items = [x for x in re.split(r"[,\s;]+", t.strip("[]")) if x]
+        if len(items) > 1 and base_path(prompt.fact) != prompt.fact:
+            # a summary (".mean") may be answered with the samples themselves
+            return [_number(x, prompt.unit) for x in items]
         return _number(t, prompt.unit)
     if prompt.kind == "numbers":
         items = [x for x in re.split(r"[,\s;]+", t.strip("[]")) if x]
@@ -225,6 +229,8 @@ def _stored(prompt: FactPrompt, value: Any) -> tuple[str, Any]:
     with that summary (``[25]``); ``.growth`` = g becomes ``[0, g]``."""
     base = base_path(prompt.fact)
     if base != prompt.fact and prompt.kind == "number":
+        if isinstance(value, list):  # the samples themselves
+            return base, value
         tail = prompt.fact.rsplit(".", 1)[1]
         return base, ([0.0, value] if tail == "growth" else [value])
     return prompt.fact, value

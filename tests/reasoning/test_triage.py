@@ -135,3 +135,14 @@ def test_cli_subprocess_stdin(tmp_path: Path) -> None:
     assert res.stdout.startswith("## Diagnosis")  # nothing but the report on stdout
     assert "gpu_util.cpu_bound" in res.stdout
     assert json.loads(saved.read_text())["disk"]["util_percent_samples"] == [5.0]
+
+
+def test_samples_answer_a_summary_prompt() -> None:
+    """`gpu.utilization_samples.mean (%)?` may be answered with the samples themselves."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "kb", "triage"], input="1\n12 18 9 15\n97 99 100\n",
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "gpu_util.dataloader_bound" in r.stdout and "13.5%" in r.stdout
