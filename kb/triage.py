@@ -199,7 +199,10 @@ def parse_value(prompt: FactPrompt, text: str) -> Any:
         items = [x for x in re.split(r"[,\s;]+", t.strip("[]")) if x]
         if len(items) > 1 and base_path(prompt.fact) != prompt.fact:
             # a summary (".mean") may be answered with the samples themselves
-            return [_number(x, prompt.unit) for x in items]
+            try:
+                return [_number(x, prompt.unit) for x in items]
+            except ValueError:
+                pass  # "25 %": one number with its unit
         return _number(t, prompt.unit)
     if prompt.kind == "numbers":
         items = [x for x in re.split(r"[,\s;]+", t.strip("[]")) if x]
