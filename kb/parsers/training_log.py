@@ -30,8 +30,12 @@ compile logs fully, but categorises graph breaks from the same lines, so both ag
 
 from __future__ import annotations
 
+import io
 import math
+import mmap
+import os
 import re
+import stat
 from collections import deque
 from collections.abc import Iterable
 from typing import Any, BinaryIO
@@ -74,6 +78,7 @@ _NUMERIC = "oss"
 _PIVOT_RANK = "QJZXKVYUWLHPBGCMDFSNAORTEI"
 BLOCK_SIZE = 1024 * 1024
 _MAX_LINE = 1024 * 1024  # a "line" longer than this is cut (binary junk, tqdm without newlines)
+_DROP_EVERY = 16 * 1024 * 1024  # mapped bytes scanned between two releases of their pages
 _LOOKBACK = 15  # lines before an OOM searched for a backward() frame
 
 
@@ -89,8 +94,8 @@ for _lit in _ALL_LITERALS:
     if _lit != _NUMERIC:
         _b, _k = _pivot(_lit)
         _PIVOTS.setdefault(_b, []).append((_lit.encode(), _k))
-_PIVOT_LIST: tuple[tuple[bytes, tuple[tuple[bytes, int], ...]], ...] = tuple(
-    (bytes([b]), tuple(v)) for b, v in sorted(_PIVOTS.items())
+_PIVOT_LIST: tuple[tuple[bytes, tuple[tuple[bytes, int, int], ...]], ...] = tuple(
+    (bytes([b]), tuple((lit, k, len(lit)) for lit, k in v)) for b, v in sorted(_PIVOTS.items())
 )
 _FAMILY_LITERALS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(TRIGGERS.items())
 _NUM_B = r"[-+]?\d+(?:\.\d*)?(?:e[-+]?\d+)?"
@@ -101,6 +106,7 @@ _OSS_ANY = re.compile(rb"oss")
 #: learning_rate, epoch (no 's': no step/loss keys; no f/v/w/|/=/(: no overflow/inf/Megatron)
 _HF_VALUE_END = re.compile(rb"[,}]")
 _HF_ALLOWED = b"\n0123456789.e-+, ':_}gradnomlearingtpch"
+_HF_HUGE = re.compile(rb"e\+?\d\d\d")  # 1e999 is float inf (a 300-digit number too: checked by length)
 
 
 def is_candidate(line: str) -> bool:
@@ -283,6 +289,8 @@ class LogScanner:
         joined = b"\n".join(rests)
         if joined.translate(None, _HF_ALLOWED) or b"nan" in joined:
             return False
+        if _HF_HUGE.search(joined) or max(map(len, rests)) > 300:
+            return False  # a value that may overflow to inf: the line path counts it as non-finite
         num = self.facts.setdefault("numerics", {})
         if len(num.get("loss", ())) <= MAX_SAMPLES:
             self._extend("numerics.loss", [float(_HF_VALUE_END.split(r, 1)[0]) for r in rests[: MAX_SAMPLES + 1]])
@@ -705,9 +713,38 @@ def parse_stream(stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE) ->
 
 
 def parse_path(path: str, source: str | None = None) -> ParseResult:
-    """Scan a log file with the pure-Python block scan (:func:`parse_stream`)."""
+    """Scan a log file with the pure-Python block scan (:func:`parse_file`)."""
     with open(path, "rb", buffering=0) as fh:
-        return parse_stream(fh, source or path)
+        return parse_file(fh, source or path)
+
+
+def parse_file(fh: BinaryIO, source: str, block_size: int = BLOCK_SIZE) -> ParseResult:
+    """Scan an open file from its start: a regular file is memory-mapped and scanned in place
+    (no read copies), anything else (pipe, empty file, no mmap) goes through :func:`parse_stream`."""
+    mm = _map(fh)
+    if mm is None:
+        if fh.seekable():
+            fh.seek(0)
+        return parse_stream(fh, source, block_size)
+    scanner = LogScanner(source)
+    try:
+        _BlockScan(scanner).run_mapped(mm, block_size)
+    finally:
+        mm.close()
+    return scanner.finish()
+
+
+def _map(fh: BinaryIO) -> mmap.mmap | None:
+    try:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return None
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    if hasattr(mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
+        mm.madvise(mmap.MADV_SEQUENTIAL)
+    return mm
 
 
 def _text(raw: bytes | bytearray) -> str:
@@ -729,6 +766,8 @@ class _BlockScan:
         self.buf = bytearray()
         self.lo = 1
         self.hi = 1
+        self.floor = 1  # where the text in buf starts (lookback stops there, then uses tail)
+        self.mapped = False  # buf is the whole file (mmap): no held-back line, no tail
 
     def run(self, stream: BinaryIO, block_size: int) -> None:
         cap = max(block_size, 16) + 1
@@ -772,13 +811,44 @@ class _BlockScan:
             buf[1 : 1 + rest] = buf[hi:end]
             fill = 1 + rest
 
+    def run_mapped(self, mm: mmap.mmap, block_size: int) -> None:
+        """Scan a whole memory-mapped file in place, region by region (each region ends at a
+        line end, so that the passes over it run in the CPU cache). Pages already scanned are
+        released now and then (they stay in the page cache): the RSS stays flat."""
+        self.buf = mm
+        self.mapped = True
+        self.floor = 0
+        n = len(mm)
+        block = max(block_size, 16)
+        drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
+        dropped = 0
+        lo = 0
+        while lo < n:
+            hi = lo + block
+            if hi >= n:
+                hi = n
+            else:
+                cut = mm.rfind(b"\n", lo, hi)
+                if cut < 0:  # a line longer than the block: up to its end, cut over _MAX_LINE
+                    cut = mm.find(b"\n", hi, lo + 2 * _MAX_LINE)
+                    hi = cut + 1 if cut >= 0 else min(lo + 2 * _MAX_LINE, n)
+                else:
+                    hi = cut + 1
+            self.scan(lo, hi)
+            lo = hi
+            if drop and lo - dropped >= _DROP_EVERY:
+                upto = (lo - _MAX_LINE) // mmap.PAGESIZE * mmap.PAGESIZE  # lookback stays mapped
+                if upto > dropped:
+                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
+                    dropped = upto
+
     def _remember(self, lo: int, hi: int) -> None:
         """Keep the last _LOOKBACK lines of the region for the next region's lookback."""
         buf = self.buf
         pos = hi - 1 if buf[hi - 1] == 10 else hi
         lines = []
         while pos > lo - 1 and len(lines) < _LOOKBACK:
-            start = buf.rfind(b"\n", lo - 1, pos) + 1
+            start = max(buf.rfind(b"\n", lo, pos) + 1, lo)
             lines.append(_text(buf[start:pos]))
             pos = start - 1
         if len(lines) < _LOOKBACK:
@@ -789,10 +859,11 @@ class _BlockScan:
 
     def _before(self, start: int) -> list[str]:
         buf = self.buf
+        floor = self.floor
         lines: list[str] = []
         pos = start - 1  # the newline ending the previous line
-        while pos >= self.lo and len(lines) < _LOOKBACK:
-            s = buf.rfind(b"\n", self.lo - 1, pos) + 1
+        while pos >= floor and len(lines) < _LOOKBACK:
+            s = max(buf.rfind(b"\n", floor, pos) + 1, floor)
             lines.append(_text(buf[s:pos]))
             pos = s - 1
         lines.reverse()
@@ -818,19 +889,22 @@ class _BlockScan:
         """Feed the candidate lines of buf[lo:hi] (whole lines) in order."""
         buf = self.buf
         self.lo, self.hi = lo, hi
-        self.limit = len(buf)
-        # the line after the region is in the buffer (held back); find where it ends
-        nxt = buf.find(b"\n", hi) if hi < len(buf) else -1
-        self.limit = nxt if nxt >= 0 else hi
+        if self.mapped:
+            self.limit = len(buf)
+        else:
+            # the line after the region is in the buffer (held back); find where it ends
+            nxt = buf.find(b"\n", hi) if hi < len(buf) else -1
+            self.limit = nxt if nxt >= 0 else hi
         find = buf.find
         rfind = buf.rfind
         starts: set[int] = set()
         for piv, lits in _PIVOT_LIST:
             p = find(piv, lo, hi)
             while p >= 0:
-                for lit, k in lits:
-                    if buf.startswith(lit, p - k, hi):
-                        s = rfind(b"\n", lo - 1, p) + 1
+                for lit, k, n in lits:
+                    q = p - k
+                    if q >= lo and q + n <= hi and buf[q : q + n] == lit:
+                        s = max(rfind(b"\n", lo, p) + 1, lo)
                         starts.add(s)
                         e = find(b"\n", p, hi)
                         p = find(piv, e, hi) if e >= 0 else -1
@@ -861,7 +935,7 @@ class _BlockScan:
         find = buf.find
         for m in _OSS_ANY.finditer(buf, a, b):
             p = m.start()
-            s = buf.rfind(b"\n", a - 1, p) + 1
+            s = max(buf.rfind(b"\n", a, p) + 1, a)
             if s == last:
                 continue
             last = s

@@ -267,3 +267,65 @@ def test_gloo_timeout_op_from_the_timing_out_ranks_traceback_only() -> None:
     a, b = _both(text)
     assert same(a, b)
     assert a["distributed"]["timeout_op"] == "RECV" and "rank_states" not in a["distributed"]
+
+
+@pytest.mark.parametrize("block_size", [64, 1000, 65536])
+def test_mapped_scan_equals_line_scan_on_generated_logs(tmp_path, block_size: int) -> None:
+    """parse_file memory-maps a regular file; same facts and notes as the line-by-line reference,
+    with signatures across region boundaries, an HF line first and no newline at the end."""
+    from kb.parsers import training_log
+
+    for seed in range(3):
+        text = "{'loss': 1.25, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.0}\n" + _generated_log(seed)
+        text = text.rstrip("\n")
+        log = tmp_path / f"g{seed}.log"
+        log.write_bytes(text.encode())
+        ref = training_log.parse(text.splitlines(True), "g")
+        with open(log, "rb") as fh:
+            got = training_log.parse_file(fh, "g", block_size=block_size)
+        assert same(ref.facts, got.facts), (seed, block_size)
+        assert ref.notes == got.notes
+
+
+def test_mapped_scan_past_the_sample_cap_equals_line_scan(tmp_path) -> None:
+    from kb.parsers import training_log
+    from kb.parsers.base import MAX_SAMPLES
+
+    lines = [f"{{'loss': {i}.5, 'grad_norm': 1.0, 'learning_rate': 2e-05, 'epoch': 0.1}}\n" for i in range(MAX_SAMPLES + 3000)]
+    lines.insert(MAX_SAMPLES + 300, "{'loss': nan, 'grad_norm': 1.0}\n")
+    lines.insert(MAX_SAMPLES + 900, "{'loss': 2.5, 'grad_norm': 1e999, 'learning_rate': 2e-05}\n")
+    lines.insert(MAX_SAMPLES + 1200, "step 5 | loss 2.0 | overflow\n")
+    lines.insert(MAX_SAMPLES + 1500, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+                                     "total capacity of 79.10 GiB of which 1.06 GiB is free.\n")
+    text = "".join(lines)
+    log = tmp_path / "cap.log"
+    log.write_bytes(text.encode())
+    ref = training_log.parse(text.splitlines(True), "t")
+    for bs in (4096, 1 << 16, 1 << 20):
+        with open(log, "rb") as fh:
+            got = training_log.parse_file(fh, "t", block_size=bs)
+        assert same(ref.facts, got.facts), bs
+        assert ref.notes == got.notes
+    assert ref.facts["numerics"]["nonfinite_count"] == 2
+
+
+def test_bulk_metric_values_that_overflow_to_inf_are_non_finite() -> None:
+    text = "x\n" + "{'loss': 1e999, 'grad_norm': 0.5, 'learning_rate': 2e-05, 'epoch': 0.1}\n" * 3
+    a, b = _both(text)
+    assert same(a, b)
+    assert a["numerics"]["nonfinite_count"] == 3
+
+
+def test_load_inputs_maps_regular_files_and_streams_pipes(tmp_path) -> None:
+    import io
+
+    from kb.inputs import load_inputs
+    from tests.parsers._fixtures import FIXTURES
+
+    text = (FIXTURES / "oom_2_2.log").read_bytes()
+    log = tmp_path / "x.log"
+    log.write_bytes(text)
+    by_file = load_inputs([str(log)]).facts
+    stdin = io.TextIOWrapper(io.BytesIO(text))
+    by_pipe = load_inputs(["-"], stdin=stdin).facts
+    assert same(by_file, by_pipe) and by_file["oom"]["occurred"] is True
