@@ -5,7 +5,7 @@ Usage: python benchmarks/bench_log_scan.py [--size-mb 1024] [--repeat 3] [--keep
 Generates a log of realistic lines (tqdm bars, INFO lines, HF metric dicts 1 line in 12, NCCL INFO
 lines) with a few error signatures (an OOM, a watchdog timeout, NaN losses) in a temp dir, then
 prints the file size, the throughput (best of ``--repeat`` runs) of kb's pure-Python block scan
-(``training_log.parse_path``: the file memory-mapped and scanned in place, no ripgrep involved)
+(``training_log.parse_path``: the file read in 1 MB blocks, no ripgrep involved)
 and of ``rg -i "error|oom|nan|timeout|cuda"``, their ratio, and the peak RSS of the kb scan, which runs in a child process that reports its own
 ``ru_maxrss``. Targets: kb >= 0.5x rg's throughput, peak RSS < 200 MB. The machine's load moves
 both figures; the runs alternate so that both see the same conditions.

@@ -27,10 +27,6 @@ from kb.report.wording import wording
 _PATH_EDGES = frozenset({"branch", "step"})
 
 
-def label(kn: Knowledge, key: str, lang: str) -> str:
-    """A heading or label of this output, from ``report.yaml`` ``explain:``."""
-    return wording(kn, "explain", key, lang)
-
 
 class CheckRef(BaseModel):
     """The check (command) that decides a decision node."""
@@ -132,7 +128,7 @@ class _Words:
 
     def clause(self, cl: Clause) -> str:
         if isinstance(cl, AnyOf):
-            return label(self.kn, "or", self.lang).join(self.cond(c) for c in cl.any)
+            return wording(self.kn, "explain", "or", self.lang).join(self.cond(c) for c in cl.any)
         return self.cond(cl)
 
 
@@ -242,7 +238,7 @@ def render(ex: Explanation, kn: Knowledge) -> str:
     lang = ex.lang
 
     def lb(key: str) -> str:
-        return label(kn, key, lang)
+        return wording(kn, "explain", key, lang)
 
     severity = kn.report_text.get("severity", {}).get(ex.severity, {}).get(lang, ex.severity) \
         if isinstance(kn.report_text, dict) else ex.severity

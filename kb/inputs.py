@@ -15,7 +15,6 @@ import itertools
 import json
 import math
 import os
-import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -191,21 +190,10 @@ def parse_binary(stream: Any, name: str, input_format: str | None, explicit: boo
             )
         return f"{name}: skipped (format not recognised)"
     parser = get_parser(fmt)
-    mapped = getattr(parser, "parse_file", None)
-    if mapped is not None and _is_regular_file(stream):
-        return mapped(stream, name)  # scans the file from its start (memory-mapped), head included
     fast = getattr(parser, "parse_stream", None)
     if fast is not None:
         return fast(_BytesJoin(head, stream), name)
     return parser.parse(_text_lines(stream, head), name)
-
-
-def _is_regular_file(stream: Any) -> bool:
-    """True for a seekable regular file on disk (not a pipe, a socket or an in-memory stream)."""
-    try:
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode) and stream.seekable()
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return False
 
 
 class _BytesJoin:

@@ -31,11 +31,6 @@ Verdict = Literal["fixed", "not_fixed", "cannot_tell"]
 
 
 
-def label(kn: Knowledge, key: str, lang: str) -> str:
-    """A heading or label of this output, from ``report.yaml`` ``verify:``."""
-    return wording(kn, "verify", key, lang)
-
-
 class MetricCheck(BaseModel):
     """One verification step: the metric before and after, and whether the expectation holds."""
 
@@ -144,7 +139,7 @@ def verify(before: Facts | Mapping[str, Any] | str | os.PathLike[str],
     warn = list(warnings or [])
     if not out:
         overall: Verdict = "cannot_tell"
-        warn.append(label(kn, "nothing", lang))
+        warn.append(wording(kn, "verify", "nothing", lang))
     elif any(x.verdict == "not_fixed" for x in out):
         overall = "not_fixed"
     elif all(x.verdict == "fixed" for x in out):
@@ -162,7 +157,7 @@ def render(res: VerifyResult, kn: Knowledge) -> str:
     lang = res.lang
 
     def lb(key: str) -> str:
-        return label(kn, key, lang)
+        return wording(kn, "verify", key, lang)
 
     def val(v: Any, unit: str) -> str:
         return "—" if v is None else cell(fmt_value(v, unit))

@@ -39,6 +39,15 @@ def _kn():
     return load_knowledge()
 
 
+def _graphs(module: str, branch: Optional[str], lang: Lang, fixes: bool, output: Optional[str],
+            force: bool) -> None:
+    """Mermaid and DOT share one drawing model (kb.exports.text); only the syntax differs."""
+    import importlib
+
+    mod = importlib.import_module(f"kb.exports.{module}")
+    write_output(mod.export(_kn(), lang.value, branch, fixes=fixes), output, force)
+
+
 @export_app.command("agents-md")
 @handle_errors
 def agents_md(
@@ -71,9 +80,7 @@ def mermaid(
     force: ForceOpt = False,
 ) -> None:
     """Decision graphs as Mermaid: plain Mermaid for one --branch, else Markdown with fences."""
-    from kb.exports import mermaid as mod
-
-    write_output(mod.export(_kn(), lang.value, branch, fixes=fixes), output, force)
+    _graphs("mermaid", branch, lang, fixes, output, force)
 
 
 @export_app.command("dot")
@@ -86,9 +93,7 @@ def dot(
     force: ForceOpt = False,
 ) -> None:
     """Decision graphs as Graphviz DOT (one digraph per graph; `dot -Tsvg -O`)."""
-    from kb.exports import dot as mod
-
-    write_output(mod.export(_kn(), lang.value, branch, fixes=fixes), output, force)
+    _graphs("dot", branch, lang, fixes, output, force)
 
 
 @export_app.command("json")

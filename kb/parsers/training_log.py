@@ -30,12 +30,8 @@ compile logs fully, but categorises graph breaks from the same lines, so both ag
 
 from __future__ import annotations
 
-import io
 import math
-import mmap
-import os
 import re
-import stat
 from collections import deque
 from collections.abc import Iterable
 from typing import Any, BinaryIO
@@ -78,7 +74,6 @@ _NUMERIC = "oss"
 _PIVOT_RANK = "QJZXKVYUWLHPBGCMDFSNAORTEI"
 BLOCK_SIZE = 1024 * 1024
 _MAX_LINE = 1024 * 1024  # a "line" longer than this is cut (binary junk, tqdm without newlines)
-_DROP_EVERY = 16 * 1024 * 1024  # mapped bytes scanned between two releases of their pages
 _LOOKBACK = 15  # lines before an OOM searched for a backward() frame
 
 
@@ -713,38 +708,9 @@ def parse_stream(stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE) ->
 
 
 def parse_path(path: str, source: str | None = None) -> ParseResult:
-    """Scan a log file with the pure-Python block scan (:func:`parse_file`)."""
+    """Scan a log file with the pure-Python block scan (:func:`parse_stream`)."""
     with open(path, "rb", buffering=0) as fh:
-        return parse_file(fh, source or path)
-
-
-def parse_file(fh: BinaryIO, source: str, block_size: int = BLOCK_SIZE) -> ParseResult:
-    """Scan an open file from its start: a regular file is memory-mapped and scanned in place
-    (no read copies), anything else (pipe, empty file, no mmap) goes through :func:`parse_stream`."""
-    mm = _map(fh)
-    if mm is None:
-        if fh.seekable():
-            fh.seek(0)
-        return parse_stream(fh, source, block_size)
-    scanner = LogScanner(source)
-    try:
-        _BlockScan(scanner).run_mapped(mm, block_size)
-    finally:
-        mm.close()
-    return scanner.finish()
-
-
-def _map(fh: BinaryIO) -> mmap.mmap | None:
-    try:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
-            return None
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-        return None
-    if hasattr(mm, "madvise") and hasattr(mmap, "MADV_SEQUENTIAL"):
-        mm.madvise(mmap.MADV_SEQUENTIAL)
-    return mm
+        return parse_stream(fh, source or path)
 
 
 def _text(raw: bytes | bytearray) -> str:
@@ -767,7 +733,6 @@ class _BlockScan:
         self.lo = 1
         self.hi = 1
         self.floor = 1  # where the text in buf starts (lookback stops there, then uses tail)
-        self.mapped = False  # buf is the whole file (mmap): no held-back line, no tail
 
     def run(self, stream: BinaryIO, block_size: int) -> None:
         cap = max(block_size, 16) + 1
@@ -810,37 +775,6 @@ class _BlockScan:
             rest = end - hi
             buf[1 : 1 + rest] = buf[hi:end]
             fill = 1 + rest
-
-    def run_mapped(self, mm: mmap.mmap, block_size: int) -> None:
-        """Scan a whole memory-mapped file in place, region by region (each region ends at a
-        line end, so that the passes over it run in the CPU cache). Pages already scanned are
-        released now and then (they stay in the page cache): the RSS stays flat."""
-        self.buf = mm
-        self.mapped = True
-        self.floor = 0
-        n = len(mm)
-        block = max(block_size, 16)
-        drop = hasattr(mm, "madvise") and hasattr(mmap, "MADV_DONTNEED")
-        dropped = 0
-        lo = 0
-        while lo < n:
-            hi = lo + block
-            if hi >= n:
-                hi = n
-            else:
-                cut = mm.rfind(b"\n", lo, hi)
-                if cut < 0:  # a line longer than the block: up to its end, cut over _MAX_LINE
-                    cut = mm.find(b"\n", hi, lo + 2 * _MAX_LINE)
-                    hi = cut + 1 if cut >= 0 else min(lo + 2 * _MAX_LINE, n)
-                else:
-                    hi = cut + 1
-            self.scan(lo, hi)
-            lo = hi
-            if drop and lo - dropped >= _DROP_EVERY:
-                upto = (lo - _MAX_LINE) // mmap.PAGESIZE * mmap.PAGESIZE  # lookback stays mapped
-                if upto > dropped:
-                    mm.madvise(mmap.MADV_DONTNEED, dropped, upto - dropped)
-                    dropped = upto
 
     def _remember(self, lo: int, hi: int) -> None:
         """Keep the last _LOOKBACK lines of the region for the next region's lookback."""
@@ -889,12 +823,9 @@ class _BlockScan:
         """Feed the candidate lines of buf[lo:hi] (whole lines) in order."""
         buf = self.buf
         self.lo, self.hi = lo, hi
-        if self.mapped:
-            self.limit = len(buf)
-        else:
-            # the line after the region is in the buffer (held back); find where it ends
-            nxt = buf.find(b"\n", hi) if hi < len(buf) else -1
-            self.limit = nxt if nxt >= 0 else hi
+        # the line after the region is in the buffer (held back); find where it ends
+        nxt = buf.find(b"\n", hi) if hi < len(buf) else -1
+        self.limit = nxt if nxt >= 0 else hi
         find = buf.find
         rfind = buf.rfind
         starts: set[int] = set()

@@ -270,8 +270,8 @@ def test_gloo_timeout_op_from_the_timing_out_ranks_traceback_only() -> None:
 
 
 @pytest.mark.parametrize("block_size", [64, 1000, 65536])
-def test_mapped_scan_equals_line_scan_on_generated_logs(tmp_path, block_size: int) -> None:
-    """parse_file memory-maps a regular file; same facts and notes as the line-by-line reference,
+def test_file_scan_equals_line_scan_on_generated_logs(tmp_path, block_size: int) -> None:
+    """parse_stream over a file on disk: same facts and notes as the line-by-line reference,
     with signatures across region boundaries, an HF line first and no newline at the end."""
     from kb.parsers import training_log
 
@@ -282,12 +282,12 @@ def test_mapped_scan_equals_line_scan_on_generated_logs(tmp_path, block_size: in
         log.write_bytes(text.encode())
         ref = training_log.parse(text.splitlines(True), "g")
         with open(log, "rb") as fh:
-            got = training_log.parse_file(fh, "g", block_size=block_size)
+            got = training_log.parse_stream(fh, "g", block_size=block_size)
         assert same(ref.facts, got.facts), (seed, block_size)
         assert ref.notes == got.notes
 
 
-def test_mapped_scan_past_the_sample_cap_equals_line_scan(tmp_path) -> None:
+def test_file_scan_past_the_sample_cap_equals_line_scan(tmp_path) -> None:
     from kb.parsers import training_log
     from kb.parsers.base import MAX_SAMPLES
 
@@ -303,7 +303,7 @@ def test_mapped_scan_past_the_sample_cap_equals_line_scan(tmp_path) -> None:
     ref = training_log.parse(text.splitlines(True), "t")
     for bs in (4096, 1 << 16, 1 << 20):
         with open(log, "rb") as fh:
-            got = training_log.parse_file(fh, "t", block_size=bs)
+            got = training_log.parse_stream(fh, "t", block_size=bs)
         assert same(ref.facts, got.facts), bs
         assert ref.notes == got.notes
     assert ref.facts["numerics"]["nonfinite_count"] == 2
