@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples" / "facts").glob("*.json"))
-FLOOR = "import engine.compat, pydantic, networkx, typer"
+FLOOR = "import kb.engine.compat, pydantic, networkx, typer"
 
 
 def timed(cmd: list[str]) -> float:

@@ -1,20 +1,27 @@
-"""Benchmark: scan a generated training log with kb's training-log parser and with ripgrep.
+"""Benchmark: kb's training-log scan beside ripgrep, on generated logs of each trainer format.
 
-Usage: python benchmarks/bench_log_scan.py [--size-mb 1024] [--repeat 3] [--keep]
+Usage: python benchmarks/bench_log_scan.py [--size-mb 1024] [--formats hf,generic,...] [--repeat 3]
+       [--engine auto|python|polars] [--keep]
 
-Generates a log of realistic lines (tqdm bars, INFO lines, HF metric dicts 1 line in 12, NCCL INFO
-lines) with a few error signatures (an OOM, a watchdog timeout, NaN losses) in a temp dir, then
-prints the file size, the throughput (best of ``--repeat`` runs) of kb's pure-Python block scan
-(``training_log.parse_path``: the file read in 1 MB blocks, no ripgrep involved)
-and of ``rg -i "error|oom|nan|timeout|cuda"``, their ratio, and the peak RSS of the kb scan, which runs in a child process that reports its own
-``ru_maxrss``. Targets: kb >= 0.5x rg's throughput, peak RSS < 200 MB. The machine's load moves
-both figures; the runs alternate so that both see the same conditions.
+For each format (HF Trainer dicts, plain ``step N loss X ...`` lines, DeepSpeed ``steps: N loss:``,
+Lightning progress bars, Megatron iteration lines) a log of ``--size-mb`` MB is generated with a
+metric line every step; near the end (the last 0.5 %) the loss goes NaN, then an OOM message and
+an NCCL watchdog timeout follow. Printed per format: kb's throughput (``training_log.parse_path``
+in a child process, which reports its own peak RSS) and ``rg -i "error|oom|nan|timeout|cuda"``'s
+on the same file in the same run, their ratio, and whether kb found the NaN with its step.
+kb and rg runs alternate (kb, rg, kb, rg, ...) ``--repeat`` times; the medians are printed, with
+kb's CPU time (all its threads) beside its wall time, and the engine that read the log: "polars"
+(the columnar engine, :mod:`kb.parsers.training_log.columnar`, when polars is installed) or
+"python" (the pure-Python block path). Targets (issue #15): >= 0.5x rg's throughput at <= 200 MB
+peak RSS. Both runs read a file that is already in the page cache; the machine's load moves both
+figures (the load average is printed before and after).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import random
 import resource
 import shutil
@@ -22,88 +29,100 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-_SIGNATURES = (
-    "[rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation "
-    "timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, "
-    "Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n",
-    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity of 79.10 GiB "
-    "of which 11.06 MiB is free. Including non-PyTorch memory, this process has 79.00 GiB memory in use. Of the "
-    "allocated memory 72.90 GiB is allocated by PyTorch, and 5.87 GiB is reserved by PyTorch but unallocated.\n",
-    "{'loss': nan, 'grad_norm': nan, 'learning_rate': 9.77e-06, 'epoch': 0.53}\n",
-)
+_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.00 MiB. GPU 0 has a total capacity of "
+        "79.10 GiB of which 11.06 MiB is free. Including non-PyTorch memory, this process has 79.00 GiB memory in "
+        "use. Of the allocated memory 72.90 GiB is allocated by PyTorch, and 5.87 GiB is reserved by PyTorch but "
+        "unallocated.\n")
+_WATCHDOG = ("[rank3]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective "
+             "operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, "
+             "NumelOut=68124672, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.\n")
 
 
-def _lines(rng: random.Random) -> list[str]:
-    """A pool of benign lines in the shapes a real run prints."""
-    pool = []
-    for i in range(2000):
-        step = i * 10
-        pool.append(
-            f"{i % 100:3d}%|{'#' * (i % 20):<20}| {step}/200000 [12:{i % 60:02d}:{i % 60:02d}<40:12:01, "
-            f"{1 + rng.random():.2f}s/it]\n"
-        )
-        pool.append(
-            f"[2024-05-01 12:{i % 60:02d}:{i % 60:02d},{i % 1000:03d}] [INFO] [data/loader.py:{88 + i % 50}] "
-            f"prefetched shard {i} of 4096 ({rng.randint(10**6, 10**7)} tokens, queue depth {i % 8})\n"
-        )
-        pool.append(
-            f"[2024-05-01 12:{i % 60:02d}:{i % 60:02d},{i % 1000:03d}] [INFO] [trainer.py:2411] "
-            f"saving throughput stats: tokens/s={rng.randint(10**4, 10**5)}, mfu={rng.random():.3f}\n"
-        )
-    metrics = [
-        f"{{'loss': {2 + rng.random():.4f}, 'grad_norm': {rng.random():.4f}, 'learning_rate': 2.9e-05, "
-        f"'epoch': {i / 1000:.2f}}}\n"
-        for i in range(500)
-    ]
-    nccl = [f"node-{i % 8}:1234:{5678 + i} [{i % 8}] NCCL INFO Channel {i % 32:02d}/32 : {i % 8}[{i % 8}] -> "
-            f"{(i + 1) % 8}[{(i + 1) % 8}] via P2P/CUMEM\n" for i in range(64)]
-    # one metric line per 12 lines, NCCL lines rare: what a logging_steps=10 run looks like
-    return pool * 1 + metrics[: len(pool) // 12] + nccl[:4]
+def _hf(i: int, loss: str, g: str) -> str:
+    return f"{{'loss': {loss}, 'grad_norm': {g}, 'learning_rate': 2.9e-05, 'epoch': {i / 10000:.2f}}}\n"
 
 
-def generate(path: str, size_mb: int, seed: int = 0) -> int:
-    """Write about ``size_mb`` MB of log lines with a few error signatures; return the size."""
+def _generic(i: int, loss: str, g: str) -> str:
+    return (f"[2026-12-01 03:{i // 60 % 60:02d}:{i % 60:02d}] rank1 step {i} loss {loss} lr 3.0e-4 grad_norm {g} "
+            f"tokens/s {9000 + i % 997} mem 61.2GiB\n")
+
+
+def _deepspeed(i: int, loss: str, g: str) -> str:
+    return f"steps: {i} loss: {loss} iter time (s): 0.512 samples/sec: 62.500\n"
+
+
+def _lightning(i: int, loss: str, g: str) -> str:
+    return (f"Epoch {i // 1000}:  {i % 1000 // 10:2d}%|█████     | {i % 1000}/1000 [00:10<00:10,  9.98it/s, v_num=0, "
+            f"loss={loss}, grad_norm={g}]\n")
+
+
+def _megatron(i: int, loss: str, g: str) -> str:
+    return (f" iteration {i:8d}/  500000 | consumed samples: {i * 512:12d} | elapsed time per iteration (ms): "
+            f"{4000 + i % 97:.1f} | learning rate: 3.000000E-04 | global batch size:   512 | lm loss: {loss} | "
+            f"loss scale: 1.0 | grad norm: {g} | number of skipped iterations:   0 | number of nan iterations:   0 |\n")
+
+
+FORMATS: dict[str, Callable[[int, str, str], str]] = {
+    "hf": _hf, "generic": _generic, "deepspeed": _deepspeed, "lightning": _lightning, "megatron": _megatron,
+}
+
+
+def generate(path: str, fmt: str, size_mb: int, seed: int = 0) -> int:
+    """Write about ``size_mb`` MB of ``fmt`` metric lines, NaN loss then errors at ~99.5 %.
+
+    Returns the step of the NaN line.
+    """
     rng = random.Random(seed)
-    pool = _lines(rng)
-    target = size_mb * 1024 * 1024
-    chunk_lines = [pool[rng.randrange(len(pool))] for _ in range(20000)]
-    chunk = "".join(chunk_lines).encode()
+    line = FORMATS[fmt]
+    losses = [f"{2 + rng.random():.4f}" for _ in range(1009)]
+    grads = [f"{rng.random():.3f}" for _ in range(1013)]
+    target = size_mb * 1_000_000
+    per_line = len(line(1, losses[0], grads[0]).encode())
+    n = max(target // per_line, 100)
+    nan_at = n - n // 200
     written = 0
-    n = 0
-    with open(path, "wb") as fh:
-        while written < target:
-            fh.write(chunk)
-            written += len(chunk)
-            n += 1
-            if n % 50 == 0:
-                sig = _SIGNATURES[(n // 50) % len(_SIGNATURES)].encode()
-                fh.write(sig)
-                written += len(sig)
-    return written
+    step = 1
+    with open(path, "w", encoding="utf-8") as fh:
+        while step <= n:
+            hi = min(step + 20_000, n + 1)
+            if step <= nan_at < hi:
+                text = "".join(line(i, "nan" if i == nan_at else losses[i % 1009], grads[i % 1013]) for i in range(step, hi))
+            else:
+                text = "".join(line(i, losses[i % 1009], grads[i % 1013]) for i in range(step, hi))
+            fh.write(text)
+            written += len(text)
+            if step <= nan_at < hi:
+                fh.write(_OOM + _WATCHDOG)
+            step = hi
+    return nan_at
 
 
-def _child_scan(path: str) -> None:
+def _child_scan(path: str, engine: str) -> None:
     sys.path.insert(0, ROOT)
     from kb.parsers import training_log
 
-    t0 = time.perf_counter()
-    res = training_log.parse_path(path)
-    dt = time.perf_counter() - t0
-    oom = res.facts.get("oom", {}).get("occurred")
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = training_log.parse_path(path, progress=False, engine=None if engine == "auto" else engine)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    num = res.facts.get("numerics", {})
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"{dt:.6f} {rss_kib} {int(bool(oom))} {len(res.facts.get('numerics', {}).get('loss', []))}")
+    oom = int(bool(res.facts.get("oom", {}).get("occurred")))
+    count = res.meta.get("series", {}).get("numerics.loss", {}).get("count", 0)
+    print(f"{dt:.6f} {cpu:.6f} {rss_kib} {num.get('first_nonfinite_step', -1)} {oom} {count} {res.meta.get('engine')}")
 
 
-def _kb_scan(path: str) -> tuple[float, float, str]:
-    """One kb scan in a child process: (seconds, peak RSS in MB, what it found)."""
-    out = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", path], capture_output=True, text=True, check=True,
-    )
-    secs, rss_kib, oom, nloss = out.stdout.split()
-    return float(secs), int(rss_kib) / 1024, f"oom found: {bool(int(oom))}, loss samples kept: {nloss}"
+def _kb_scan(path: str, engine: str) -> tuple[float, float, float, int, bool, int, str]:
+    """One kb scan in a child process: (seconds, CPU seconds, peak RSS MB, NaN step, OOM found,
+    loss samples, engine). CPU seconds (all threads) say what the scan costs when other jobs share
+    the cores. The child's time is the scan's alone (the interpreter's start is not counted)."""
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, "--engine", engine],
+                         capture_output=True, text=True, check=True)
+    secs, cpu, rss_kib, nan_step, oom, count, used = out.stdout.split()
+    return float(secs), float(cpu), int(rss_kib) / 1024, int(nan_step), bool(int(oom)), int(count), used
 
 
 def _rg_scan(rg: str, path: str) -> tuple[float, int]:
@@ -119,50 +138,61 @@ def _rg_scan(rg: str, path: str) -> tuple[float, int]:
 
 def main() -> int:
     """Generate, scan with kb (child process) and rg, print the figures."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size-mb", type=int, default=1024, help="size of the generated log (default 1024)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each scan; the best counts (default 3)")
-    ap.add_argument("--keep", action="store_true", help="keep the generated log")
-    ap.add_argument("--log", help="scan this existing log instead of generating one")
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--size-mb", type=int, default=1024, help="size of each generated log (default 1024)")
+    ap.add_argument("--formats", default=",".join(FORMATS), help=f"comma-separated, of: {', '.join(FORMATS)}")
+    ap.add_argument("--repeat", type=int, default=3, help="alternating runs of each scan; medians are printed (default 3)")
+    ap.add_argument("--engine", default="auto", choices=("auto", "python", "polars"),
+                    help="kb's engine: auto (polars when installed, for logs over 8 MB), python or polars")
+    ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _child_scan(args.child)
+        _child_scan(args.child, args.engine)
         return 0
+    rg = shutil.which("rg")
+    if rg is None:
+        print("rg not found: ratios skipped (apt-get install -y ripgrep)")
     tmp = tempfile.mkdtemp(prefix="kb-bench-")
-    path = args.log or os.path.join(tmp, "train.log")
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(f"{'format':10} {'MB':>6} {'engine':>7} {'kb s':>7} {'kb MB/s':>8} {'kb cpu s':>8} {'kb cpu MB/s':>11} "
+          f"{'RSS MB':>7} {'rg s':>6} {'rg MB/s':>8} {'ratio':>6}  found")
     try:
-        if not args.log:
-            t0 = time.perf_counter()
-            generate(path, args.size_mb)
-            print(f"generated in {time.perf_counter() - t0:.1f} s: {path}")
-        size = os.path.getsize(path)
-        mb = size / 1e6
-        print(f"file size: {mb:.0f} MB ({size} bytes)")
-        # warm the page cache once so that neither scan pays for the disk
-        with open(path, "rb") as fh:
-            while fh.read(16 * 1024 * 1024):
-                pass
-        rg = shutil.which("rg")
-        kb_best = rg_best = float("inf")
-        rss = 0.0
-        found = ""
-        matched = 0
-        for _ in range(max(args.repeat, 1)):
-            secs, peak, found = _kb_scan(path)
-            kb_best, rss = min(kb_best, secs), max(rss, peak)
+        for fmt in args.formats.split(","):
+            path = os.path.join(tmp, f"{fmt}.log")
+            nan_at = generate(path, fmt, args.size_mb)
+            mb = os.path.getsize(path) / 1e6
+            with open(path, "rb") as fh:  # into the page cache, so that neither scan pays for the disk
+                while fh.read(16 << 20):
+                    pass
+            kb_s: list[float] = []
+            kb_c: list[float] = []
+            rg_s: list[float] = []
+            rss = 0.0
+            got = (0, False, 0, "-")
+            for _ in range(max(args.repeat, 1)):  # interleaved: kb, rg, kb, rg, ...
+                secs, cpu, peak, nan_step, oom, count, used = _kb_scan(path, args.engine)
+                kb_s.append(secs)
+                kb_c.append(cpu)
+                rss = max(rss, peak)
+                got = (nan_step, oom, count, used)
+                if rg:
+                    rg_s.append(_rg_scan(rg, path)[0])
+            kb_med, cpu_med = statistics.median(kb_s), statistics.median(kb_c)
+            kb_tput = mb / kb_med
+            found = f"NaN at step {got[0]} (expected {nan_at}), OOM {got[1]}, {got[2]} loss values"
+            row = (f"{fmt:10} {mb:6.0f} {got[3]:>7} {kb_med:7.2f} {kb_tput:8.1f} {cpu_med:8.2f} {mb / cpu_med:11.1f} "
+                   f"{rss:7.0f}")
             if rg:
-                secs, matched = _rg_scan(rg, path)
-                rg_best = min(rg_best, secs)
-        kb_tput = mb / kb_best
-        print(f"kb pure-Python scan: best {kb_best:.2f} s, {kb_tput:.0f} MB/s, peak RSS {rss:.0f} MB ({found})")
-        if rg is None:
-            print("rg not found: ratio skipped (apt-get install -y ripgrep)")
-            return 0
-        rg_tput = mb / rg_best
-        print(f"rg -i 'error|oom|nan|timeout|cuda': best {rg_best:.2f} s, {rg_tput:.0f} MB/s ({matched} lines matched)")
-        print(f"ratio kb/rg throughput: {kb_tput / rg_tput:.2f}x (target >= 0.5x); "
-              f"kb peak RSS {rss:.0f} MB (target < 200 MB)")
+                rg_med = statistics.median(rg_s)
+                rg_tput = mb / rg_med
+                print(f"{row} {rg_med:6.2f} {rg_tput:8.0f} {kb_tput / rg_tput:6.3f}  {found}", flush=True)
+            else:
+                print(f"{row} {'-':>6} {'-':>8} {'-':>6}  {found}", flush=True)
+            if not args.keep:
+                os.remove(path)
+        print(f"load average after: {os.getloadavg()[0]:.2f}; medians of {max(args.repeat, 1)} alternating runs")
+        print("targets: ratio >= 0.5 (kb/rg throughput), peak RSS <= 200 MB")
         return 0
     finally:
         if not args.keep:

@@ -8,14 +8,20 @@ would decide the open hypotheses -> a status.
 
 from __future__ import annotations
 
+import os
+
 from typing import Any, Literal
 
 from dataclasses import dataclass, field
 
-from engine import rules
-from engine.conditions import base_path, evaluate, evaluate_clause, flatten
-from engine.facts import Facts
-from engine.knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
+import networkx as nx
+from pydantic import BaseModel
+
+from . import rules
+from .conditions import base_path, evaluate, evaluate_clause, flatten
+from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
+from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
+from .steps import clause_facts, decision_graph
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 
@@ -34,7 +40,7 @@ class ConditionResult:
     actual: Any
     holds: bool | None
     condition: Condition
-    #: for a derived fact (``decision.*``): the observed conditions that derived its value
+    #: kept for renderers: conditions no longer derive facts, so it stays empty
     basis: list["ConditionResult"] = field(default_factory=list)
 
 
@@ -51,6 +57,18 @@ class CauseResult:
     supporting: list[ConditionResult] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     rules: list[str] = field(default_factory=list)
+    #: node ids from the branch's root to the cause (confirmed: the steps that fired)
+    path: list[str] = field(default_factory=list)
+    #: nodes whose unknown steps could still lead to this hypothesis
+    open_nodes: list[str] = field(default_factory=list)
+    #: evidence that tells it apart from its open siblings (see ``Reasoner._score``)
+    evidence: float = 0.0
+    #: one of the cause's message signatures was seen in the inputs
+    signature: bool = False
+    #: the user's words name this cause
+    mentioned: bool = False
+    #: confirmed causes this one sets off (its ``leads_to``), for the causal order
+    leads_to: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -93,81 +111,98 @@ class Diagnosis:
 class Reasoner:
     """A knowledge base compiled once, diagnosing many fact sets."""
 
-    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
+    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None,
+                 engine: str | None = None) -> None:
         self.kn = kn
         self.overrides = dict(overrides or {})
-        self._runner = rules.Runner(kn, self.overrides)
-        # which check decides which decision node / produces which fact
-        self._node_check: dict[str, str] = {}
-        self._edge_facts: dict[str, set[str]] = {}
-        self._rule_clauses = {spec[0]: spec[1] for spec in rules.rule_specs(kn)}
+        # "graph": the rules as a walk of the graph (fast); "experta": the RETE engine. Both
+        # run the rules generated from the graph's steps and are held equal by a test.
+        self.engine = engine or os.environ.get("KB_ENGINE", "graph")
+        self._runner: Any = (rules.Runner(kn, self.overrides) if self.engine == "experta"
+                             else rules.GraphRunner(kn, self.overrides))
+        self.graph = decision_graph(kn)
         self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
         self._check_produces = {c.id: frozenset(c.produces) for c in kn.checks.values()}
         self._produced_memo: dict[tuple[str, str], bool] = {}
-        # distance of each decision node from its branch's start: the graph's own order
+        self._root_branch = {b.root: b.id for b in kn.branches.values()}
+        # which check decides which node, the facts its outgoing steps test, its depth
+        self._node_check: dict[str, str] = {}
+        self._edge_facts: dict[str, set[str]] = {}
         self._depth: dict[str, int] = {}
         for b in kn.branches.values():
-            adj: dict[str, list[str]] = {}
-            for e in b.edges:
-                adj.setdefault(e.source, []).append(e.target)
-            frontier = [n.id for n in b.nodes if n.kind == "start"]
-            d = 0
-            while frontier:
-                nxt = []
-                for n in frontier:
-                    if n not in self._depth:
-                        self._depth[n] = d
-                        nxt.extend(adj.get(n, []))
-                frontier, d = nxt, d + 1
-        hc = list(kn.sop.get("health_checks", []))
-        self._health_order = {cid: i for i, cid in enumerate(hc)}
-        for b in kn.branches.values():
+            self._depth.update(nx.single_source_shortest_path_length(self.graph, b.root))
             for node in b.nodes:
                 if node.check:
                     self._node_check[node.id] = node.check
-            for e in b.edges:
-                if e.when:
-                    facts = {base_path(f) for c in _conditions(e.when)
-                             for f in (c.fact, c.other_fact) if f}
-                    self._edge_facts.setdefault(e.source, set()).update(facts)
+        for u, _v, d in self.graph.edges(data=True):
+            facts = {base_path(f) for f in clause_facts(d["step"].clauses)}
+            self._edge_facts.setdefault(u, set()).update(facts)
+        hc = list(kn.sop.get("health_checks", []))
+        self._health_order = {cid: i for i, cid in enumerate(hc)}
 
-    def diagnose(self, facts: Facts, extra_branches: dict[str, list[str]] | None = None) -> Diagnosis:
-        """Reason over ``facts``. ``extra_branches`` adds branches in play (e.g. from the
-        user's own words) with the reasons to show."""
-        flat = flatten(facts.model_dump(mode="python", exclude_defaults=False))
+    def diagnose(self, facts: BaseModel | dict[str, Any],
+                 extra_branches: dict[str, list[str]] | None = None) -> Diagnosis:
+        """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
+        adds branches in play (e.g. from the user's own words) with the reasons to show."""
+        if isinstance(facts, dict):
+            flat = dict(facts)
+            symptom_given = "symptom" in flat or "symptom_text" in flat
+        else:
+            flat = flatten(facts.model_dump(mode="python", exclude_defaults=False))
+            symptom_given = facts.symptom is not None or bool(facts.symptom_text)
         flat.pop("schema_version", None)
-        run = self._runner.run(flat)
-        known = {**flat, **run.derived}
+        extra = {b: list(v) for b, v in (extra_branches or {}).items() if b in self.kn.branches}
+        # a message of a cause seen in the inputs puts its branch in play, like an entry
+        for cid in flat.get("signatures") or ():
+            cause = self.kn.causes.get(cid)
+            if cause is not None:
+                extra.setdefault(cause.branch, []).append(f"signature:{cid}")
+        words_roots = {self.kn.branches[b].root for b in extra}
+        run = self._runner.run(flat, words_roots)
 
         branch_reasons: dict[str, list[str]] = {}
-        for path, rule_id in run.derived_by.items():
-            if path.startswith("branch."):
-                branch_reasons.setdefault(path[len("branch."):], []).append(rule_id)
-        for b, why in (extra_branches or {}).items():
-            if b in self.kn.branches and b not in branch_reasons:
-                branch_reasons[b] = list(why)
-        confirmed = set(run.confirmed)
+        for root, b in self._root_branch.items():
+            if root in run.reached:
+                why = [r for r in run.fired if r.startswith(f"entry:{b}:") and
+                       not r.endswith(":words")]
+                branch_reasons[b] = why or list(extra.get(b, []))
         in_play = set(branch_reasons)
+        roots = {self.kn.branches[b].root for b in in_play}
+        state = run.state if run.state is not None and run.state.roots == roots else \
+            evaluate_graph(self.kn, flat, roots, self.overrides)
+        known = dict(flat)
 
         results: list[CauseResult] = []
         for cause in self.kn.causes.values():
-            if cause.id not in confirmed and cause.branch not in in_play:
+            if cause.branch not in in_play:
                 continue
-            results.append(self._cause_result(cause.id, known, confirmed, run))
+            results.append(self._cause_result(cause.id, known, state, run))
 
+        seen = set(flat.get("signatures") or ())
+        named = set(flat.get("mentions") or ())
+        for r in results:
+            r.signature = r.cause_id in seen
+            r.mentioned = r.cause_id in named
+        self._score(results)
         results.sort(key=self._rank)
-        next_checks = self._next_checks(results, known, in_play)
-        status = self._status(results, in_play, facts, flat)
-        branches = sorted(in_play | {r.branch for r in results if r.state == "confirmed"},
-                          key=lambda b: list(self.kn.branches).index(b))
+        results = self._causal_order(results)
+        next_checks = self._next_checks(results, known, in_play, state)
+        status = self._status(results, in_play, symptom_given, flat)
+        # the lead branch is the one of the best-supported cause: artifacts and words decide
+        # it together, not the order of the branch files
+        lead = list(dict.fromkeys(r.branch for r in results if r.state != "ruled_out"))
+        branches = sorted(in_play, key=lambda b: (lead.index(b) if b in lead else len(lead),
+                                                  list(self.kn.branches).index(b)))
+        derived = {f"branch.{b}": True for b in in_play}
+        derived.update({f"reached.{n}": True for n in run.reached})
         return Diagnosis(status=status, branches=branches, branch_reasons=branch_reasons,
                          results=results, next_checks=next_checks, facts=flat,
-                         derived=run.derived, fired=run.fired)
+                         derived=derived, fired=run.fired)
 
     # -- classification ---------------------------------------------------------------------
 
-    def _cond_results(self, clauses: list[Clause], known: dict[str, Any],
-                      derived_by: dict[str, str] | None = None) -> list[ConditionResult]:
+    def _cond_results(self, clauses: list[Clause] | tuple[Clause, ...],
+                      known: dict[str, Any]) -> list[ConditionResult]:
         out = []
         for cl in clauses:
             conds = cl.any if isinstance(cl, AnyOf) else [cl]
@@ -176,67 +211,109 @@ class Reasoner:
                 holds = evaluate(c, known, self.kn, self.overrides)
                 if isinstance(cl, AnyOf) and holds is not True and group is True:
                     continue  # an alternative that did not matter
-                basis: list[ConditionResult] = []
-                rule_id = (derived_by or {}).get(c.fact)
-                if rule_id is not None:
-                    basis = self._cond_results(self._rule_clauses[rule_id], known, derived_by)
                 out.append(ConditionResult(fact=c.fact, op=c.op, value=c.value,
-                                           actual=known.get(c.fact), holds=holds, condition=c,
-                                           basis=basis))
+                                           actual=known.get(c.fact), holds=holds, condition=c))
         return out
 
-    def _cause_result(self, cid: str, known: dict[str, Any], confirmed: set[str],
+    def _cause_result(self, cid: str, known: dict[str, Any], state: GraphState,
                       run: rules.RunResult) -> CauseResult:
         cause = self.kn.causes[cid]
-        conds = self._cond_results(list(cause.conditions), known, run.derived_by)
-        support = self._cond_results(list(cause.supporting), known, run.derived_by)
-        groups = [evaluate_clause(cl, known, self.kn, self.overrides) for cl in cause.conditions]
-        missing = sorted({f for c in conds if c.holds is None
-                          for f in (c.fact, c.condition.other_fact)
-                          if f is not None and f not in known})
-        if cid in confirmed:
-            state = "confirmed"
-            true_support = sum(1 for s in support if s.holds is True)
+        support = self._cond_results(list(cause.supporting), known)
+        val = state.value(cid)
+        # the differential test proves experta and the evaluator agree on what holds
+        if cid in run.reached:
+            nodes, steps = state.path(cid)
+            conds = [c for s in steps for c in self._cond_results(s.clauses, known)]
+            true_support = sum(1 for x in support if x.holds is True)
             confidence = 0.6 + 0.4 * true_support / len(support) if support else 0.8
-        elif any(g is False for g in groups):
-            state, confidence = "ruled_out", 0.0
-        else:
-            state = "hypothesis"
-            confidence = 0.5 * sum(1 for g in groups if g is True) / len(groups)
-        chain: list[str] = []
-        if state == "confirmed":
-            for c in conds:
-                by = run.derived_by.get(c.fact)
-                if by and by not in chain:
-                    chain.append(by)
-            chain.append(f"cause:{cid}")
-        return CauseResult(cause_id=cid, branch=cause.branch, state=state,
+            return CauseResult(cause_id=cid, branch=cause.branch, state="confirmed",
+                               confidence=round(confidence, 3), severity=cause.severity,
+                               conditions=conds, supporting=support, missing=[],
+                               rules=[s.id for s in steps], path=nodes)
+        if val == FAILS:
+            failing = state.failing_steps(cid)
+            conds, seen = [], set()
+            for s in failing:
+                for c in self._cond_results(s.clauses, known):
+                    key = (c.fact, c.op, repr(c.value))
+                    if c.holds is False and key not in seen:  # one line per excluding fact
+                        seen.add(key)
+                        conds.append(c)
+            return CauseResult(cause_id=cid, branch=cause.branch, state="ruled_out",
+                               confidence=0.0, severity=cause.severity, conditions=conds,
+                               supporting=support, missing=[], rules=[], path=[])
+        nodes, steps = state.path(cid)
+        conds = [c for s in steps for c in self._cond_results(s.clauses, known)]
+        open_steps = state.open_steps(cid)
+        missing = sorted({f for s in open_steps for f in clause_facts(s.clauses)
+                          if f not in known})
+        decided = sum(1 for s in steps if s.clauses)
+        known_steps = sum(1 for s in steps if s.clauses and state.step[s.id] == HOLDS)
+        confidence = 0.5 * known_steps / decided if decided else 0.0
+        return CauseResult(cause_id=cid, branch=cause.branch, state="hypothesis",
                            confidence=round(confidence, 3), severity=cause.severity,
-                           conditions=conds, supporting=support, missing=missing, rules=chain)
+                           conditions=conds, supporting=support, missing=missing, rules=[],
+                           path=nodes, open_nodes=sorted({s.source for s in open_steps}))
+
+    @staticmethod
+    def _held(r: CauseResult) -> set[tuple]:
+        # a fact's absence is no evidence: `missing` tests that hold do not count
+        return {(c.fact, c.op, repr(c.value)) for c in r.conditions + r.supporting
+                if c.holds is True and c.op != "missing"}
+
+    def _score(self, results: list[CauseResult]) -> None:
+        """Each cause's evidence: what holds on its path and in its support, each item weighed
+        by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1),
+        a message signature of its own seen in the inputs (2), the user's words naming it (1),
+        less the support that fails."""
+        open_by_branch: dict[str, list[set[tuple]]] = {}
+        held = {id(r): self._held(r) for r in results}
+        for r in results:
+            if r.state != "ruled_out":
+                open_by_branch.setdefault(r.branch, []).append(held[id(r)])
+        for r in results:
+            sib = open_by_branch.get(r.branch, [])
+            n = max(1, len(sib))
+            own = sum(1 - (sum(1 for h in sib if key in h) - 1) / n for key in held[id(r)])
+            r.evidence = round(own - sum(1 for c in r.supporting if c.holds is False)
+                               + 2 * r.signature + r.mentioned, 3)
 
     def _rank(self, r: CauseResult) -> tuple:
         state_order = {"confirmed": 0, "hypothesis": 1, "ruled_out": 2}[r.state]
-        specificity = sum(1 for c in r.conditions + r.supporting if c.holds is True)
-        return (state_order, -self.kn.causes[r.cause_id].priority, -specificity, -r.confidence,
+        cause = self.kn.causes[r.cause_id]
+        if r.state == "confirmed":  # confirmed: the knowledge's priority, then the evidence
+            return (state_order, -cause.priority, -r.evidence, -r.confidence,
+                    SEVERITY_ORDER[r.severity], r.cause_id)
+        # hypotheses: the evidence; then how much of the path already holds; then the prior
+        # (the SOP's own causes are the common ones, additions beyond it rarer); priority
+        common = 0 if cause.seed != "beyond-seed" else 1
+        return (state_order, -r.evidence, -r.confidence, common, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
+
+    def _leads(self, a: CauseResult, b: CauseResult) -> bool:
+        targets = self.kn.causes[a.cause_id].leads_to
+        return b.cause_id in targets or f"branch:{b.branch}" in targets
+
+    def _causal_order(self, results: list[CauseResult]) -> list[CauseResult]:
+        """Confirmed causes in causal order: one that sets off another comes first, and each
+        knows what it explains (a chain across branches, e.g. OOM -> collective timeout)."""
+        conf = [r for r in results if r.state == "confirmed"]
+        for a in conf:
+            a.leads_to = [b.cause_id for b in conf if b is not a and self._leads(a, b)]
+        g = nx.DiGraph()
+        g.add_nodes_from(range(len(conf)))
+        g.add_edges_from((i, j) for i, a in enumerate(conf) for j, b in enumerate(conf)
+                         if i != j and b.cause_id in a.leads_to)
+        if not nx.is_directed_acyclic_graph(g):
+            return results  # a cycle in the knowledge's chains: keep the evidence order
+        order = list(nx.lexicographical_topological_sort(g, key=lambda i: i))
+        return [conf[i] for i in order] + [r for r in results if r.state != "confirmed"]
 
     # -- next checks ------------------------------------------------------------------------
 
     def _open_facts(self, r: CauseResult) -> set[str]:
-        """Observable facts that would decide an open hypothesis. An undecided decision node
-        is decided by the facts its edges test (``@node`` when its edges test none)."""
-        out: set[str] = set()
-        for fact in r.missing:
-            if fact.startswith("decision."):
-                node = fact[len("decision."):]
-                edge_facts = self._edge_facts.get(node)
-                if edge_facts:
-                    out.update(edge_facts)
-                else:
-                    out.add("@" + node)
-            else:
-                out.add(base_path(fact))
-        return out
+        """Observable facts that would decide an open hypothesis: those its unknown steps test."""
+        return {base_path(f) for f in r.missing}
 
     def _produced(self, fact: str, check_id: str) -> bool:
         """Does the check's output give this fact (itself or a parent path)? Memoised: both
@@ -250,16 +327,30 @@ class Reasoner:
             self._produced_memo[key] = hit
         return hit
 
+    def _frontier(self, r: CauseResult, state: GraphState, known: dict[str, Any]
+                  ) -> tuple[set[str], set[str]]:
+        """The questions to ask now for a hypothesis: its unknown steps whose parent is
+        reached, as (their source nodes, the unknown facts they test)."""
+        nodes: set[str] = set()
+        facts: set[str] = set()
+        for st in state.open_steps(r.cause_id):
+            if state.value(st.source) == HOLDS:
+                nodes.add(st.source)
+                facts |= {base_path(f) for f in clause_facts(st.clauses) if f not in known}
+        return nodes, facts
+
     def _next_checks(self, results: list[CauseResult], known: dict[str, Any],
-                     in_play: set[str]) -> list[CheckSuggestion]:
+                     in_play: set[str], state: GraphState | None = None) -> list[CheckSuggestion]:
         hyps = [r for r in results if r.state == "hypothesis"]
+        frontier = {r.cause_id: self._frontier(r, state, known) for r in hyps} if state else {}
         only_symptom = not any(not k.startswith(("symptom", "branch.")) for k in known)
         suggestions: list[tuple[tuple, CheckSuggestion]] = []
         open_by_cause = {r.cause_id: self._open_facts(r) for r in hyps}
         confidence = {r.cause_id: r.confidence for r in hyps}
-        open_nodes = {f[len("decision."):] for r in hyps for f in r.missing
-                      if f.startswith("decision.")}
+        open_nodes = {n for r in hyps for n in r.open_nodes}
         for chk in self.kn.checks.values():
+            if known.get(f"tools.{chk.id}.status") == "ok":
+                continue  # it ran: what it could tell is already in the facts
             # undecided nodes this check settles: it is their check, or gives their facts
             decides = sorted(n for n in open_nodes if self._node_check.get(n) == chk.id or any(
                 self._produced(f, chk.id) for f in self._edge_facts.get(n, ())))
@@ -267,6 +358,10 @@ class Reasoner:
             separates = []
             completes = 0
             likely = 0.0  # the best-supported hypothesis this check speaks to
+            # hypotheses whose next question (a step out of a reached node) this check decides
+            asks_now = sum(1 for f_nodes, f_facts in frontier.values() if any(
+                self._node_check.get(n) == chk.id for n in f_nodes) or any(
+                self._produced(f, chk.id) for f in f_facts))
             for cid, open_facts in open_by_cause.items():
                 settled = {f for f in open_facts if (f.startswith("@") and f[1:] in decides)
                            or (not f.startswith("@") and self._produced(f, chk.id))}
@@ -281,7 +376,8 @@ class Reasoner:
             elif not separates:
                 continue
             health_first = 0 if (chk.health_check and (only_symptom or not in_play)) else 1
-            key = self._order_key(health_first, completes, likely, len(separates), chk.cost,
+            key = self._order_key(health_first, asks_now, completes, likely, len(separates),
+                                  chk.cost,
                                   self._health_order.get(chk.id, len(self._health_order)),
                                   chk.id, decides)
             suggestions.append((key, CheckSuggestion(
@@ -290,18 +386,20 @@ class Reasoner:
         suggestions.sort(key=lambda kv: kv[0])
         return [s for _, s in suggestions]
 
-    def _order_key(self, health_first: int, completes: int, likely: float, separates: int,
-                   cost: int, health_rank: int, check_id: str, decides: list[str]) -> tuple:
-        # settle a whole hypothesis first; then separate the most hypotheses; then serve the
-        # best-supported one; cheapest first; then the decision graph's own order from its
-        # root; the SOP's health-check order last (tests/reasoning/test_chains.py measures it)
+    def _order_key(self, health_first: int, asks_now: int, completes: int, likely: float,
+                   separates: int, cost: int, health_rank: int, check_id: str,
+                   decides: list[str]) -> tuple:
+        # walk the graph: first the check that answers the question now open for the most
+        # hypotheses (a step out of a reached node); then one that settles a whole
+        # hypothesis; then the most hypotheses touched; the best-supported; the cheapest;
+        # the graph's own depth; the SOP's health-check order (tests/reasoning/test_chains.py)
         depth = min((self._depth.get(n, 99) for n in decides), default=99)
-        return (health_first, -completes, -separates, -likely, cost, depth, health_rank,
-                check_id)
+        return (health_first, -asks_now, -completes, -separates, -likely, cost, depth,
+                health_rank, check_id)
 
     # -- status ------------------------------------------------------------------------------
 
-    def _status(self, results: list[CauseResult], in_play: set[str], facts: Facts,
+    def _status(self, results: list[CauseResult], in_play: set[str], symptom_given: bool,
                 flat: dict[str, Any]) -> Status:
         # healthy needs a measurement that could have put a branch in play (an entry fact)
         entry_paths = self._entry_paths
@@ -313,7 +411,7 @@ class Reasoner:
         if not in_play:
             # measurements that put no branch in play are a healthy job; nothing is nothing
             return "healthy" if observed else "inconclusive"
-        if facts.symptom is not None or facts.symptom_text:
+        if symptom_given:
             # the user reports a problem, yet the facts exclude every known cause
             return "inconclusive"
         return "healthy"

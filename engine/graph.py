@@ -1,8 +1,8 @@
 """The knowledge as one networkx MultiDiGraph, and the checks that keep it sound.
 
 Node types: symptom, branch, check, decision, cause, fix, verification, reference.
-Edge types: ``branch`` (symptom -> branch), ``first_tool`` (branch -> check), ``step`` (branch
-or decision -> decision/cause, following the seed's decision graphs), ``decided_by``
+Edge types: ``branch`` (symptom -> branch), ``first_tool`` (branch -> check), ``step`` (the
+executable decision graph of :mod:`engine.steps`, keyed by the rule id), ``decided_by``
 (decision -> check), ``fixed_by`` (cause -> fix), ``verified_by`` (cause -> verification),
 ``cites`` (cause/fix/check -> reference). Every node keeps its text in both languages.
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 import networkx as nx
 
-from engine.conditions import base_path
-from engine.facts import Facts
-from engine.knowledge import Knowledge, iter_conditions
+from .conditions import base_path
+from .knowledge import Knowledge, iter_conditions
+from .steps import build_steps
 
 ROOT = "symptom"
 
@@ -44,19 +44,18 @@ def build(kn: Knowledge) -> nx.MultiDiGraph:
         for t in b.first_tools:
             g.add_edge(f"branch:{b.id}", f"check:{t}", type="first_tool")
         for node in b.nodes:
-            nid = node.id if node.id in kn.causes else f"node:{node.id}"
-            if node.id not in kn.causes:
-                g.add_node(nid, type="decision", kind=node.kind, text=_text(node.label),
-                           branch=b.id)
+            g.add_node(node.id, type="decision", kind=node.kind, text=_text(node.label),
+                       branch=b.id)
             if node.check:
-                g.add_edge(nid, f"check:{node.check}", type="decided_by")
+                g.add_edge(node.id, f"check:{node.check}", type="decided_by")
             if node.kind == "start":
-                g.add_edge(f"branch:{b.id}", nid, type="step", text=None, answer=None, when=[])
-        for e in b.edges:
-            src = _node_id(kn, b.id, e.source)
-            dst = _node_id(kn, b.id, e.target)
-            g.add_edge(src, dst, type="step", text=_text(e.label), answer=e.answer,
-                       when=[c.model_dump(mode="json") for c in iter_conditions(e.when)])
+                g.add_edge(f"branch:{b.id}", node.id, type="step", text=None, answer=None,
+                           when=[], step=None)
+    for s in build_steps(kn):
+        # the same steps the rules are compiled from, keyed by the rule (step) id
+        g.add_edge(s.source, s.target, key=s.id, type="step", step=s.id, text=_text(s.label),
+                   answer=s.answer,
+                   when=[c.model_dump(mode="json") for c in iter_conditions(list(s.clauses))])
     _add_sop_and_thresholds(g, kn)
     for c in kn.causes.values():
         g.add_node(c.id, type="cause", branch=c.branch, severity=c.severity, seed=c.seed,
@@ -104,7 +103,7 @@ def _add_sop_and_thresholds(g: nx.MultiDiGraph, kn: Knowledge) -> None:
     for b in kn.branches.values():
         for e in b.edges:
             for t in sorted(_threshold_refs(iter_conditions(e.when))):
-                g.add_edge(_node_id(kn, b.id, e.source), f"threshold:{t}", type="uses_threshold")
+                g.add_edge(e.source, f"threshold:{t}", type="uses_threshold")
         for t in sorted(_threshold_refs(list(b.entry))):
             g.add_edge(f"branch:{b.id}", f"threshold:{t}", type="uses_threshold")
     for c in kn.causes.values():
@@ -113,39 +112,19 @@ def _add_sop_and_thresholds(g: nx.MultiDiGraph, kn: Knowledge) -> None:
             g.add_edge(c.id, f"threshold:{t}", type="uses_threshold")
 
 
-def _node_id(kn: Knowledge, branch: str, raw: str) -> str:
-    if raw in kn.causes:
-        return raw
-    if raw.startswith("branch:"):
-        return raw
-    return f"node:{raw}"
+def _fact_paths(kn: Knowledge) -> set[str]:
+    """Every dotted path the fact schema can hold (summaries are accepted on top)."""
+    from .schema import paths
 
-
-def _fact_paths() -> set[str]:
-    """Every dotted path the Facts model can hold (summaries are accepted on top)."""
-    out: set[str] = set()
-
-    def walk(model: Any, prefix: str) -> None:
-        for name, field in model.model_fields.items():
-            ann = field.annotation
-            sub = getattr(ann, "model_fields", None)
-            path = f"{prefix}{name}"
-            out.add(path)
-            if sub is not None:
-                walk(ann, path + ".")
-
-    walk(Facts, "")
-    return out
+    return paths(kn.facts_model())
 
 
 def _fact_known(path: str, paths: set[str]) -> bool:
-    if path.startswith(("decision.", "branch.")):
-        return True
     base = base_path(path)
     if base in paths or path in paths:
         return True
     head = path.rsplit(".", 1)[0]  # dict-valued facts: compile.graph_break_reasons.<key>
-    return head in paths or path.split(".", 1)[0] in ("env", "tools")
+    return head in paths
 
 
 def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
@@ -153,14 +132,12 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
     g = g if g is not None else build(kn)
     problems: list[str] = []
     root = kn.root
-    paths = _fact_paths()
-    decision_nodes = {n.id for b in kn.branches.values() for n in b.nodes}
+    paths = _fact_paths(kn)
 
     def check_fact(place: str, fact: str) -> None:
-        if fact.startswith("decision.") and fact[len("decision."):] not in decision_nodes:
-            problems.append(f"{place}: condition on unknown decision node '{fact}'")
-        elif fact.startswith("branch.") and fact[len("branch."):] not in kn.branches:
-            problems.append(f"{place}: condition on unknown branch '{fact}'")
+        if fact.startswith(("decision.", "branch.", "reached.")):
+            problems.append(f"{place}: '{fact}' is not an observed fact; say where the cause "
+                            f"hangs with 'under' (node and answer) instead")
         elif not _fact_known(fact, paths):
             problems.append(f"{place}: unknown fact path '{fact}'")
 
@@ -180,10 +157,25 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
         if not nx.has_path(g, ROOT, c.id):
             problems.append(f"{place}: cause not reachable from the symptom through its "
                             f"branch's decision graph")
-        for cond in iter_conditions(list(c.conditions) + list(c.supporting)) + [
+        b = kn.branches.get(c.branch)
+        answers = ({(e.source, e.answer) for e in b.edges if e.answer}
+                   | {(a.node, a.answer) for a in b.answers}) if b else set()
+        for att in c.under:
+            if b is None or att.node not in {n.id for n in b.nodes}:
+                problems.append(f"{place} under: unknown node '{att.node}' in branch "
+                                f"'{c.branch}'")
+            elif att.answer and (att.node, att.answer) not in answers and not c.conditions:
+                problems.append(f"{place} under: answer '{att.answer}' of '{att.node}' is "
+                                f"defined nowhere (no branch step or answer, no conditions)")
+        for cond in iter_conditions(list(c.conditions) + list(c.supporting)
+                                    + [cl for f in c.fixes for cl in f.applied_if]) + [
                 v.expect for v in c.verify]:
             check_fact(place, cond.fact)
             check_value(place, cond.value)
+        for target in c.leads_to:
+            if target not in kn.causes and not (target.startswith("branch:")
+                                                and target[7:] in kn.branches):
+                problems.append(f"{place} leads_to: unknown cause or branch '{target}'")
         for r in c.references + [r for f in c.fixes for r in f.refs]:
             if r not in kn.references:
                 problems.append(f"{place}: unknown reference '{r}'")
@@ -202,6 +194,15 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             for end in (e.source, e.target):
                 if end not in ids and end not in kn.causes and not end.startswith("branch:"):
                     problems.append(f"{place} edge {e.source}->{e.target}: unknown node '{end}'")
+            if e.target in kn.causes:
+                problems.append(f"{place} edge {e.source}->{e.target}: a step into a cause "
+                                f"belongs in the cause's file ('under')")
+        for a in b.answers:
+            if a.node not in ids:
+                problems.append(f"{place} answers: unknown node '{a.node}'")
+            for cond in iter_conditions(a.when):
+                check_fact(place, cond.fact)
+                check_value(place, cond.value)
             for cond in iter_conditions(e.when):
                 check_fact(place, cond.fact)
                 check_value(place, cond.value)
@@ -210,7 +211,12 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
         for cond in b.entry:
             check_fact(place, cond.fact)
             check_value(place, cond.value)
-        sub = nx.DiGraph((e.source, e.target) for e in b.edges)
+            if cond.op == "missing":
+                problems.append(f"{place} entry: '{cond.fact} missing' would put the branch "
+                                f"in play with no evidence")
+        if sum(1 for n in b.nodes if n.kind == "start") != 1:
+            problems.append(f"{place}: a branch needs exactly one 'start' node")
+        sub = nx.DiGraph((s.source, s.target) for s in build_steps(kn) if s.branch == b.id)
         if not nx.is_directed_acyclic_graph(sub):
             cycle = nx.find_cycle(sub)
             problems.append(f"{place}: decision graph has a cycle {cycle}")

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from pathlib import Path
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from engine.errors import KnowledgeError
+from .errors import KnowledgeError
+from .schema import FactSchema, build_model
 
 
 Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "contains"]
@@ -101,6 +101,8 @@ class Fix(_Model):
     text: Text
     command: str = Field(min_length=1)
     refs: list[str] = Field(min_length=1)
+    #: the facts that show this fix is already in place (all hold): it is not proposed again
+    applied_if: list[Clause] = Field(default_factory=list)
 
 
 class Verification(_Model):
@@ -116,8 +118,42 @@ class Examples(_Model):
     no_fire: list[dict[str, Any]] = Field(min_length=1)
 
 
+class Attach(_Model):
+    """Where a cause hangs in its branch's decision graph: under a node, on one of its answers.
+
+    The edge ``node -> cause`` holds when the answer holds (the ``when`` of the branch's edges or
+    answers with that name at that node, if any) and the cause's own conditions hold.
+    """
+
+    node: str
+    answer: str | None = None
+    label: Text | None = None
+
+
+class Signature(_Model):
+    """A message a tool prints that points to this cause, and the code that prints it."""
+
+    pattern: str = Field(min_length=3, description="Python regex, matched case-sensitively per line")
+    meaning: Text
+    source: str = Field(pattern=r"^https://", description="the code or document that prints it")
+    versions: str | None = None
+    #: facts a reader may state when the message is seen (flattened paths -> values)
+    sets: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _compiles(self) -> "Signature":
+        import re
+
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern does not compile: {exc}") from None
+        return self
+
+
 class Cause(_Model):
-    """A root cause: when it holds, what to do, how to verify, what backs it."""
+    """A root cause: where it hangs in the decision graph, the conditions of the edge into it
+    (what confirms it), what to do, how to verify, what backs it."""
 
     id: str = Field(pattern=r"^[a-z_]+\.[a-z0-9_]+$")
     branch: str
@@ -127,8 +163,15 @@ class Cause(_Model):
     severity: Severity
     seed: str = Field(description="seed section it comes from, or 'beyond-seed'")
     priority: int = 0
-    conditions: list[Clause] = Field(min_length=1)
+    under: list[Attach] = Field(min_length=1)
+    conditions: list[Clause] = Field(default_factory=list)
     supporting: list[Clause] = Field(default_factory=list)
+    signatures: list[Signature] = Field(default_factory=list)
+    #: the user's own words that name this cause (en/zh), beyond its branch's vocabulary
+    words: WordList = Field(default_factory=lambda: WordList())
+    #: what this cause sets off downstream: cause ids or ``branch:<id>`` (an OOM on one rank
+    #: shows up as a collective timeout on the others), so a report names both in causal order
+    leads_to: list[str] = Field(default_factory=list)
     fixes: list[Fix] = Field(min_length=1)
     verify: list[Verification] = Field(min_length=1)
     references: list[str] = Field(min_length=1)
@@ -162,6 +205,15 @@ class Edge(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, defer_build=True)
 
 
+class Answer(_Model):
+    """An answer of a question that leads to causes only (their files name it in ``under``)."""
+
+    node: str
+    answer: str
+    label: Text | None = None
+    when: list[Clause] = Field(min_length=1)
+
+
 class BranchGraph(_Model):
     """One symptom branch: its vocabulary, entry conditions and decision graph."""
 
@@ -175,6 +227,11 @@ class BranchGraph(_Model):
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)
+    answers: list[Answer] = Field(default_factory=list)
+
+    @property
+    def root(self) -> str:
+        return next(n.id for n in self.nodes if n.kind == "start")
 
 
 class Check(_Model):
@@ -239,6 +296,15 @@ class Knowledge(_Model):
     ref_groups: dict[str, RefGroup]
     sop: dict[str, Any]
     report_text: dict[str, Any]
+    fact_schema: FactSchema
+
+    def facts_model(self) -> type[BaseModel]:
+        """The input model the fact schema describes (built once per knowledge)."""
+        key = self.digest + self.root
+        model = _FACT_MODELS.get(key)
+        if model is None:
+            model = _FACT_MODELS[key] = build_model(self.fact_schema, tuple(self.branches))
+        return model
 
     def threshold_value(self, name: str, overrides: dict[str, float] | None = None) -> float:
         if overrides and name in overrides:
@@ -246,8 +312,11 @@ class Knowledge(_Model):
         return self.thresholds[name].value
 
 
+_FACT_MODELS: dict[str, type[BaseModel]] = {}
+
+
 def _read_yaml(path: Path) -> Any:
-    import yaml  # only when the files are read: a warm start loads the pickled cache
+    import yaml  # only when the files are read: a warm start reads the JSON cache
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml is ~10x faster
     try:
@@ -273,29 +342,62 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*.yaml") if not p.name.startswith("."))
 
 
+def _code_digest() -> str:
+    """The engine's own source: a cache written by other code is never read back."""
+    h = hashlib.sha256()
+    here = Path(__file__).resolve().parent
+    for p in sorted(here.glob("*.py")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def _digest(root: Path) -> str:
+    """The knowledge's content (names and bytes of every file), not its timestamps."""
     h = hashlib.sha256()
     for p in _files(root):
-        st = p.stat()
-        h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:20]
 
 
-def _cache_path(digest: str) -> Path | None:
-    base = os.environ.get("KB_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kb"
-    )
+#: how many cached knowledge versions to keep (each is one JSON file of ~0.3 MB)
+CACHE_KEEP = 8
+
+
+def cache_dir() -> Path | None:
+    """Where the validated knowledge is cached: ``$KB_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/kb`` (``~/.cache/kb``); None when ``KB_NO_CACHE`` is set."""
     if os.environ.get("KB_NO_CACHE"):
         return None
-    return Path(base) / f"knowledge-{digest}.pickle"
+    base = os.environ.get("KB_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kb")
+    return Path(base)
+
+
+def _cache_path(digest: str) -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / f"knowledge-{_code_digest()}-{digest}.json"
+
+
+def _write_cache(cache: Path, kn: "Knowledge") -> None:
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(kn.model_dump_json(), encoding="utf-8")
+        os.replace(tmp, cache)  # atomic: a reader sees the old file or the whole new one
+        old = sorted(cache.parent.glob("knowledge-*.json"), key=lambda p: p.stat().st_mtime)
+        for stale in old[:-CACHE_KEEP]:
+            stale.unlink(missing_ok=True)
+    except OSError:  # a read-only home is fine: we just do not cache
+        pass
 
 
 def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
     """Load and validate every knowledge file under ``root``.
 
-    Raises :class:`KnowledgeError` listing every problem (file and entry) at once. A validated
-    knowledge base is cached (pickle, keyed by file names, sizes and mtimes) because parsing and
-    validating YAML is most of a cold start.
+    Raises :class:`KnowledgeError` listing every problem (file and entry) at once. The
+    validated knowledge is cached as JSON (data, never pickle), keyed by the engine's source
+    and the knowledge files' content, because parsing and validating YAML is most of a cold
+    start; the cached JSON is validated again by the same models when read.
     """
     root = Path(root)
     if not root.is_dir():
@@ -304,22 +406,14 @@ def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
     cache = _cache_path(digest) if use_cache else None
     if cache is not None and cache.is_file():
         try:
-            with cache.open("rb") as fh:
-                kn = pickle.load(fh)  # noqa: S301 - our own cache file, keyed by content stamp
-            if isinstance(kn, Knowledge) and kn.root == str(root):
+            kn = Knowledge.model_validate_json(cache.read_bytes())
+            if kn.root == str(root):
                 return kn
-        except Exception:  # a stale or foreign cache is just ignored  # noqa: BLE001
+        except (OSError, ValueError):  # a damaged or foreign cache is rebuilt
             pass
     kn = _load_uncached(root, digest)
     if cache is not None:
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-            with tmp.open("wb") as fh:
-                pickle.dump(kn, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cache)
-        except OSError:  # a read-only home is fine: we just do not cache
-            pass
+        _write_cache(cache, kn)
     return kn
 
 
@@ -346,7 +440,7 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
     seen_at: dict[str, Path] = {}
     for path in _files(root):
         rel = path.relative_to(root)
-        if len(rel.parts) != 2 or rel.parts[0] not in branches:
+        if len(rel.parts) != 2 or rel.parts[0] not in branches or path.name == "facts.yaml":
             continue
         c = model(Cause, _read_yaml(path), str(path))
         if c is None:
@@ -391,16 +485,26 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
     if not isinstance(sop, dict):
         problems.append(f"{root / 'sop.yaml'}: expected a mapping")
         sop = {}
+    facts_file = root / "facts.yaml"
+    fact_schema = model(FactSchema, _read_yaml(facts_file), str(facts_file)) if \
+        facts_file.exists() else None
+    if fact_schema is None and not facts_file.exists():
+        problems.append(f"{facts_file}: the fact schema is missing")
+    elif fact_schema is not None:
+        problems.extend(f"{facts_file} {p}" for p in fact_schema.problems())
     if not isinstance(report_text, dict):
         problems.append(f"{root / 'report.yaml'}: expected a mapping")
         report_text = {}
+    order = (sop.get("classify") or {}).get("branches") or []
+    rank = {b: i for i, b in enumerate(order)}
+    branches = dict(sorted(branches.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
     if problems:
         raise KnowledgeError(str(root), f"{len(problems)} problem(s) in the knowledge files",
                              problems=problems)
     return Knowledge(
         root=str(root), digest=digest, branches=branches, causes=dict(sorted(causes.items())),
         checks=checks, thresholds=thresholds, references=references, ref_groups=ref_groups,
-        sop=sop, report_text=report_text,
+        sop=sop, report_text=report_text, fact_schema=fact_schema,
     )
 
 

@@ -1,15 +1,14 @@
-"""Compile the knowledge into experta rules and run them forward over flattened facts.
+"""Compile the decision graph into experta rules and run them forward over flattened facts.
 
-Three kinds of rules come out of the knowledge:
+Rules come from the graph, one per step, so forward chaining is exactly as deep as the graph:
 
-* entry rules: ``branch.<id> = true`` when a branch's entry condition holds (or the symptom
-  names the branch);
-* decision rules: one per decision-graph edge that carries ``when`` conditions; it derives the
-  intermediate fact ``decision.<question node> = <answer>``, which later rules can match;
-* cause rules: one per cause, the conjunction of its conditions; firing it confirms the cause.
+* entry rules: ``Reached(<branch root>)`` when a branch's entry condition holds or the
+  symptom names the branch (a branch put in play by the user's words is declared reached);
+* step rules: ``Reached(source) & <the step's clauses> => Reached(target)``, for every step
+  of :func:`engine.steps.build_steps`, causes included. A cause reached is confirmed.
 
-Forward chaining lets a derived fact (GPU idle) enable further rules (dataloader bound).
-Each fired rule is recorded so that a finding can show the chain that led to it.
+Each fired rule is a step id (or an entry id): the steps that fired for a confirmed cause are
+exactly the edges of its path in the exported graph.
 """
 
 from __future__ import annotations
@@ -20,9 +19,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from engine.compat import experta
-from engine.conditions import evaluate_clause, resolve_value, test
-from engine.knowledge import AnyOf, Clause, Condition, Knowledge
+from .compat import experta
+from .conditions import evaluate_clause, resolve_value, test
+from .knowledge import AnyOf, Clause, Condition, Knowledge
+from .steps import build_steps, clause_facts
 
 Fact = experta.Fact
 P = experta.P
@@ -30,16 +30,6 @@ P = experta.P
 
 class _PathFact(Fact):
     """One known fact: ``path`` and ``value`` (plus the rule that derived it, if any)."""
-
-
-@dataclass
-class RunResult:
-    """What the forward chaining produced."""
-
-    derived: dict[str, Any] = field(default_factory=dict)
-    derived_by: dict[str, str] = field(default_factory=dict)
-    confirmed: list[str] = field(default_factory=list)
-    fired: list[str] = field(default_factory=list)
 
 
 def _pred(op: str, expected: Any) -> Callable[[Any], bool]:
@@ -86,156 +76,77 @@ def _clause(cl: Clause, kn: Knowledge, overrides: dict[str, float] | None) -> An
     return _pattern(cl, kn, overrides)
 
 
-def _lhs(clauses: list[Clause], kn: Knowledge, overrides: dict[str, float] | None) -> Any:
-    parts = [_clause(c, kn, overrides) for c in clauses]
-    return experta.AND(*parts) if len(parts) > 1 else parts[0]
+class _Reached(Fact):
+    """A node of the decision graph reached from its branch's root."""
 
 
-def _derive_action(rule_id: str, path: str, value: Any) -> Callable[..., None]:
+@dataclass
+class RunResult:
+    """What the forward chaining produced: reached nodes, and the rule that reached each."""
+
+    reached: dict[str, str] = field(default_factory=dict)
+    fired: list[str] = field(default_factory=list)
+    #: the graph runner's three-valued state (None from experta), reused by the reasoner
+    state: Any = None
+
+
+def _reach_action(rule_id: str, node: str) -> Callable[..., None]:
     def action(self: Any) -> None:
-        if path not in self._kb_result.derived:  # first answer wins; edges should be exclusive
-            self._kb_result.derived[path] = value
-            self._kb_result.derived_by[path] = rule_id
-            self._kb_result.fired.append(rule_id)
-            self.declare(_PathFact(path=path, value=value))
+        res = self._kb_result
+        if node not in res.reached:  # the first path wins; the others add nothing
+            res.reached[node] = rule_id
+            self.declare(_Reached(node=node))
+        res.fired.append(rule_id)
 
     return action
 
 
-def _confirm_action(rule_id: str, cause_id: str) -> Callable[..., None]:
-    def action(self: Any) -> None:
-        self._kb_result.confirmed.append(cause_id)
-        self._kb_result.fired.append(rule_id)
-
-    return action
+Spec = tuple[str, str, list[Clause], str | None, str]  # rule id, branch, clauses, source, target
 
 
-def rule_specs(kn: Knowledge) -> list[tuple[str, list[Clause], str, Any, str]]:
-    """Every rule as ``(rule id, clauses, kind, target, value)``; the data behind the engine."""
-    specs: list[tuple[str, list[Clause], str, Any, str]] = []
+def rule_specs(kn: Knowledge) -> list[Spec]:
+    """Every rule as ``(rule id, branch, clauses, source node or None, target node)``."""
+    specs: list[Spec] = []
     for b in kn.branches.values():
-        specs.append((f"entry:{b.id}:symptom",
-                      [Condition(fact="symptom", op="==", value=b.id)], "derive",
-                      f"branch.{b.id}", True))
+        root = b.root
+        specs.append((f"entry:{b.id}:symptom", b.id,
+                      [Condition(fact="symptom", op="==", value=b.id)], None, root))
         for i, cond in enumerate(b.entry):
-            specs.append((f"entry:{b.id}:{i}", [cond], "derive", f"branch.{b.id}", True))
-        for e in b.edges:
-            if e.when:
-                specs.append((f"edge:{e.source}->{e.target}", list(e.when), "derive",
-                              f"decision.{e.source}", e.answer))
-    for c in kn.causes.values():
-        specs.append((f"cause:{c.id}", list(c.conditions), "confirm", c.id, None))
+            specs.append((f"entry:{b.id}:{i}", b.id, [cond], None, root))
+    for s in build_steps(kn):
+        specs.append((s.id, s.branch, list(s.clauses), s.source, s.target))
     return specs
 
 
-def compile_engine(kn: Knowledge, overrides: dict[str, float] | None = None) -> type:
-    """Build a KnowledgeEngine subclass whose rules are all the knowledge's rules."""
-    return _compile(rule_specs(kn), kn, overrides)
-
-
-def _compile(specs: list, kn: Knowledge, overrides: dict[str, float] | None) -> type:
+def _compile(specs: list[Spec], kn: Knowledge, overrides: dict[str, float] | None) -> type:
     attrs: dict[str, Any] = {}
-    for n, (rule_id, clauses, kind, target, value) in enumerate(specs):
-        lhs = _lhs(clauses, kn, overrides)
-        if kind == "derive":
-            action = _derive_action(rule_id, target, value)
-            salience = 10  # derive intermediate facts before confirming causes
-        else:
-            action = _confirm_action(rule_id, target)
-            salience = 0
-        attrs[f"r{n:04d}"] = experta.Rule(lhs, salience=salience)(action)
+    for n, (rule_id, _branch, clauses, source, target) in enumerate(specs):
+        parts = [_clause(c, kn, overrides) for c in clauses]
+        if source is not None:
+            parts.insert(0, _Reached(node=source))
+        if not parts:  # an unconditional entry cannot exist; keep experta's LHS non-empty
+            continue
+        lhs = experta.AND(*parts) if len(parts) > 1 else parts[0]
+        attrs[f"r{n:04d}"] = experta.Rule(lhs)(_reach_action(rule_id, target))
     return type("CompiledKnowledge", (experta.KnowledgeEngine,), attrs)
 
 
-def _spec_paths(clauses: list[Clause]) -> set[str]:
-    out: set[str] = set()
-    for cl in clauses:
-        for c in (cl.any if isinstance(cl, AnyOf) else [cl]):
-            out.add(c.fact)
-            if c.other_fact:
-                out.add(c.other_fact)
-    return out
-
-
-def partitions(kn: Knowledge) -> list[list[tuple[str, list[Clause], str, Any, Any]]]:
-    """Rule specs split into independent groups (one per branch, merged where a rule of one
-    branch tests a fact derived by another). Each group can run in its own small engine with
-    exactly the same outcome, and a group none of whose facts is present need not run."""
-    specs = rule_specs(kn)
-    owner: dict[str, str] = {}  # derived fact -> branch
-    for b in kn.branches.values():
-        owner[f"branch.{b.id}"] = b.id
-        for n in b.nodes:
-            owner[f"decision.{n.id}"] = b.id
-    parent = {b: b for b in kn.branches}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def spec_branch(rule_id: str, kind: str, target: Any) -> str:
-        if kind == "confirm":
-            return kn.causes[target].branch
-        return owner.get(target, rule_id.split(":")[1].split(".")[0])
-
-    for rule_id, clauses, kind, target, _value in specs:
-        home = spec_branch(rule_id, kind, target)
-        for path in _spec_paths(clauses):
-            other = owner.get(path)
-            if other is not None and find(other) != find(home):
-                parent[find(other)] = find(home)
-    groups: dict[str, list[tuple[str, list[Clause], str, Any, Any]]] = {}
-    for spec in specs:
-        groups.setdefault(find(spec_branch(spec[0], spec[2], spec[3])), []).append(spec)
-    return [groups[k] for k in sorted(groups)]
+def compile_engine(kn: Knowledge, overrides: dict[str, float] | None = None) -> type:
+    """A KnowledgeEngine subclass holding every rule of the knowledge."""
+    return _compile(rule_specs(kn), kn, overrides)
 
 
 class _Part:
-    def __init__(self, specs: list, kn: Knowledge, overrides: dict[str, float] | None) -> None:
-        self._specs, self._kn, self._overrides = specs, kn, overrides
-        self._engine: Any = None  # built on first use: most runs need only one or two parts
-        self.used = set().union(*(_spec_paths(s[1]) for s in specs))
-        # a fact tested only with `==` against constants matters only when it has one of them
-        self.only_eq: dict[str, list[Any]] = {}
-        other_ops: set[str] = set()
-        for spec in specs:
-            for cl in spec[1]:
-                for c in (cl.any if isinstance(cl, AnyOf) else [cl]):
-                    if c.op == "==" and not (isinstance(c.value, str) and c.value[:1] in "$@"):
-                        self.only_eq.setdefault(c.fact, []).append(c.value)
-                    else:
-                        other_ops.add(c.fact)
-                    if c.other_fact:
-                        other_ops.add(c.other_fact)
-        for path in other_ops:
-            self.only_eq.pop(path, None)
-        self.empty = self._empty()
+    """The rules of one branch: branches share no derived facts, so each runs alone."""
 
-    def _empty(self) -> RunResult:
-        """What the rules derive from no facts at all (only ``missing`` tests can hold), by
-        the same forward chaining done directly: it spares building the RETE network of a
-        part that a diagnosis does not touch."""
-        out = RunResult()
-        changed = True
-        while changed:
-            changed = False
-            for rule_id, clauses, kind, target, value in self._specs:
-                if rule_id in out.fired:
-                    continue
-                if kind == "derive" and target in out.derived:
-                    continue
-                if all(evaluate_clause(cl, out.derived, self._kn, self._overrides) is True
-                       for cl in clauses):
-                    out.fired.append(rule_id)
-                    if kind == "derive":
-                        out.derived[target] = value
-                        out.derived_by[target] = rule_id
-                    else:
-                        out.confirmed.append(target)
-                    changed = True
-        return out
+    def __init__(self, branch: str, specs: list[Spec], kn: Knowledge,
+                 overrides: dict[str, float] | None) -> None:
+        self.branch, self._specs, self._kn, self._overrides = branch, specs, kn, overrides
+        self.root = kn.branches[branch].root
+        self._engine: Any = None  # built on first use: most runs touch one or two branches
+        self._ready = False
+        self.used = set().union(*(clause_facts(s[2]) for s in specs))
+        self._entry = [c for s in specs if s[3] is None for c in s[2]]
 
     @property
     def engine(self) -> Any:
@@ -243,41 +154,100 @@ class _Part:
             self._engine = _compile(self._specs, self._kn, self._overrides)()
         return self._engine
 
-    def _run(self, facts: dict[str, Any]) -> RunResult:
+    def run(self, facts: dict[str, Any], reached: set[str]) -> RunResult:
+        relevant = {p: v for p, v in facts.items() if p in self.used}
+        if self.root not in reached and not any(
+                evaluate_clause(c, relevant, self._kn, self._overrides) is True
+                for c in self._entry):
+            # the root is reached only by an entry rule: when none holds (they never test
+            # `missing`), no rule of the branch can fire, so the engine need not run
+            return RunResult()
         eng = self.engine
         eng._kb_result = RunResult()
-        eng.reset()
-        if facts:  # one declare call: experta recomputes activations once per call
-            eng.declare(*[_PathFact(path=p, value=v) for p, v in facts.items()])
-        eng.run()
+        if not self._ready:
+            eng.reset()  # once: resetting walks the whole RETE network (~10k nodes)
+            self._ready = True
+        declared = [_PathFact(path=p, value=v) for p, v in relevant.items()]
+        if self.root in reached:
+            eng._kb_result.reached[self.root] = f"entry:{self.branch}:words"
+            eng._kb_result.fired.append(f"entry:{self.branch}:words")
+            declared.append(_Reached(node=self.root))
+        try:
+            if declared:  # one declare call: experta recomputes activations once per call
+                eng.declare(*declared)
+            eng.run()
+        finally:
+            # take this run's facts back out: retracting touches only the tokens they made,
+            # so the network is clean for the next run at a fraction of reset()'s cost
+            # (tests/reasoning/test_graph_runs.py runs many diagnoses on one engine)
+            gone = [f for f in eng.facts.values() if isinstance(f, (_PathFact, _Reached))]
+            for f in gone:
+                eng.retract(f)
+            eng.agenda.activations.clear() if hasattr(eng.agenda, "activations") else None
         return eng._kb_result
-
-    def run(self, facts: dict[str, Any]) -> RunResult:
-        relevant = {p: v for p, v in facts.items() if p in self.used}
-        if all(p in self.only_eq and v not in self.only_eq[p] for p, v in relevant.items()):
-            e = self.empty
-            return RunResult(dict(e.derived), dict(e.derived_by), list(e.confirmed), list(e.fired))
-        return self._run(relevant)
 
 
 class Runner:
     """The compiled rules, reused across diagnoses: building experta's RETE network is the
-    costly part, so each partition's engine is built once and ``reset()`` between runs
+    costly part, so each branch's engine is built once and ``reset()`` between runs
     (serialised by a lock)."""
 
     def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
         self._lock = threading.Lock()
+        by_branch: dict[str, list[Spec]] = {}
+        for spec in rule_specs(kn):
+            by_branch.setdefault(spec[1], []).append(spec)
         with self._lock:
-            self._parts = [_Part(specs, kn, overrides) for specs in partitions(kn)]
+            self._parts = [_Part(b, specs, kn, overrides) for b, specs in by_branch.items()]
 
-    def run(self, facts: dict[str, Any]) -> RunResult:
-        """Run every partition to a fixed point and merge the results (in a fixed order)."""
+    def run(self, facts: dict[str, Any], roots: set[str] | frozenset[str] = frozenset()
+            ) -> RunResult:
+        """Run every branch's rules to a fixed point; ``roots`` are declared reached (a
+        branch the user's words put in play)."""
         out = RunResult()
         with self._lock:
             for part in self._parts:
-                r = part.run(facts)
-                out.derived.update(r.derived)
-                out.derived_by.update(r.derived_by)
-                out.confirmed.extend(r.confirmed)
+                r = part.run(facts, set(roots))
+                out.reached.update(r.reached)
                 out.fired.extend(r.fired)
+        return out
+
+
+class GraphRunner:
+    """The same rules, run as a walk of the graph in topological order: every rule whose
+    left-hand side holds fires, exactly as experta's forward chaining does, without building
+    or resetting a RETE network (a few ms instead of tens). A differential test
+    (tests/reasoning/test_graph_runs.py) holds it equal to :class:`Runner` on every example and
+    on random facts; ``KB_ENGINE=experta`` runs experta instead."""
+
+    def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
+        self._kn, self._overrides = kn, overrides
+        self._entries = [s for s in rule_specs(kn) if s[3] is None]
+
+    def run(self, facts: dict[str, Any], roots: set[str] | frozenset[str] = frozenset()
+            ) -> RunResult:
+        from .evaluate import HOLDS, evaluate_graph
+
+        out = RunResult()
+        reached_roots = set(roots)
+        for rule_id, branch, clauses, _src, target in self._entries:
+            if all(evaluate_clause(c, facts, self._kn, self._overrides) is True for c in clauses):
+                out.fired.append(rule_id)
+                reached_roots.add(target)
+                out.reached.setdefault(target, rule_id)
+        for r in roots:
+            if r not in out.reached:
+                b = self._kn.branches[next(iter(
+                    x for x in self._kn.branches if self._kn.branches[x].root == r))].id
+                out.reached[r] = f"entry:{b}:words"
+                out.fired.append(f"entry:{b}:words")
+        state = evaluate_graph(self._kn, facts, reached_roots, self._overrides)
+        for n in state.static.order:
+            if state.node.get(n) != HOLDS:
+                continue
+            for u, k, _s in state.static.into[n]:
+                if state.step.get(k) == HOLDS and state.node.get(u) == HOLDS:
+                    out.fired.append(k)
+                    out.reached.setdefault(n, k)
+        out.state = state
         return out

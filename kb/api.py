@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, Union
 
-from engine import knowledge as _knowledge
-from engine.diagnosis import Reasoner
-from engine.errors import InputError
-from engine.facts import Facts
-from engine.knowledge import Knowledge
-from kb._data import data_dir
+from kb.engine.diagnosis import Reasoner
+from kb.engine.errors import InputError
+from kb.engine.knowledge import Knowledge
+from kb.loaded import load_knowledge
 from kb.facts_io import facts_from_data, load_facts_file
+from kb.inputs_blob import Blob
 from kb.report.build import ReportBuilder
 from kb.report.model import Report
 
-__version__ = "0.1.0"
+from kb import __version__  # one version, kept in kb/__init__.py
 
-_KNOWLEDGE: dict[str, Knowledge] = {}
 _REASONERS: dict[tuple[str, tuple[tuple[str, float], ...]], Reasoner] = {}
-
-
-def load_knowledge(path: str | os.PathLike[str] | None = None) -> Knowledge:
-    """Load (once per process) and validate the knowledge base; the bundled one by default."""
-    root = str(Path(path) if path is not None else data_dir("graphs"))
-    kn = _KNOWLEDGE.get(root)
-    if kn is None:
-        kn = _knowledge.load(root)
-        _KNOWLEDGE[root] = kn
-    return kn
 
 
 def check_overrides(kn: Knowledge, overrides: Mapping[str, float] | None) -> dict[str, float]:
@@ -57,40 +46,116 @@ def reasoner(kn: Knowledge, overrides: Mapping[str, float] | None = None) -> Rea
     return r
 
 
-def as_facts(facts: Facts | Mapping[str, Any] | str | os.PathLike[str]) -> Facts:
-    """Accept Facts, a mapping, or a path to a facts JSON file."""
-    if isinstance(facts, Facts):
+def as_facts(facts: Any) -> Any:
+    """Accept a Facts model, a mapping, or a path to a facts JSON file."""
+    from pydantic import BaseModel
+
+    if isinstance(facts, BaseModel):
         return facts
     if isinstance(facts, Mapping):
         return facts_from_data(dict(facts))
     return load_facts_file(facts)
 
 
+Input = Union[str, "os.PathLike[str]", bytes, bytearray, Blob, BinaryIO]
+
+
+@dataclass
+class Gathered:
+    """What the inputs say, before reasoning: the validated facts and how they were read."""
+
+    facts: Any
+    warnings: list[str] = field(default_factory=list)
+    #: input name -> detected format
+    sources: dict[str, str] = field(default_factory=dict)
+    conflicts: bool = False
+
+
+def _as_inputs(inputs: Sequence[Input] | Input) -> list[Any]:
+    """Paths stay paths; a ``str`` that names no file is the text itself (pasted output)."""
+    if isinstance(inputs, (str, bytes, bytearray, Blob, os.PathLike)) or hasattr(inputs, "read"):
+        inputs = [inputs]  # one artifact given bare
+    out: list[Any] = []
+    for i, item in enumerate(inputs, 1):  # type: ignore[arg-type]
+        if isinstance(item, str) and item != "-" and ("\n" in item or not os.path.exists(item)):
+            out.append(Blob(f"<text {i}>", item.encode("utf-8")))
+        elif isinstance(item, (bytes, bytearray)):
+            out.append(Blob(f"<bytes {i}>", bytes(item)))
+        elif hasattr(item, "read") and not isinstance(item, Blob):
+            out.append(Blob(getattr(item, "name", None) or f"<stream {i}>", item))
+        else:
+            out.append(item)
+    return out
+
+
+def gather(facts: Any = None, *, inputs: Sequence[Input] | Input = (),
+           input_format: str | None = None, symptom: str | None = None) -> Gathered:
+    """Explicit facts + parsed artifacts + the user's words -> one validated facts model.
+
+    Explicit facts win over what the artifacts say; a disagreement is kept as a warning.
+    """
+    got = Gathered(facts=None)
+    explicit: dict[str, Any] = {}
+    if facts is not None:
+        explicit = as_facts(facts).model_dump(mode="json", exclude_defaults=True)
+        got.sources[str(facts) if isinstance(facts, (str, os.PathLike)) else "facts"] = "facts"
+    data = explicit
+    items = _as_inputs(inputs)
+    if items:
+        # the readers (and their compiled patterns) load only when there are artifacts
+        from kb.inputs import load_inputs, merge_facts
+
+        bundle = load_inputs(items, input_format)
+        data, merge_conflicts = merge_facts(explicit, bundle.facts)
+        conflicts = list(bundle.conflicts) + list(merge_conflicts)
+        got.conflicts = bool(conflicts)
+        got.warnings += [f"conflict: {c}" for c in conflicts] + list(bundle.notes)
+        got.sources.update(bundle.sources)
+    if symptom:
+        data = dict(data)
+        data["symptom_text"] = symptom
+    got.facts = facts_from_data(data, "facts" if facts is not None else "inputs")
+    return got
+
+
 def diagnose(
-    facts: Facts | Mapping[str, Any] | str | os.PathLike[str],
+    facts: Any = None,
     *,
+    inputs: Sequence[Input] | Input = (),
+    input_format: str | None = None,
+    symptom: str | None = None,
     lang: str = "en",
     overrides: Mapping[str, float] | None = None,
     knowledge: Knowledge | None = None,
-    warnings: list[str] | None = None,
-    inputs: Mapping[str, str] | None = None,
-    conflicts: bool = False,
     llm: Any = None,
 ) -> Report:
-    """Diagnose ``facts`` and return the worded :class:`Report`.
+    """Diagnose a job and return the worded :class:`Report`; the whole operation.
 
-    ``facts`` may be a :class:`Facts`, a mapping or a path to a facts JSON file. ``overrides``
-    replaces thresholds by id (``{"gpu_util.low": 60}``). ``llm`` (a model name or an
-    ``LlmOptions``) phrases the report with a verified LLM answer; it is optional.
+    ``facts``: a Facts model, a mapping, or a path to a facts JSON file. ``inputs``: raw
+    artifacts, each a path (file or directory), the text itself, bytes, a binary stream or a
+    :class:`Blob` (name + data); formats are detected (``input_format`` forces one).
+    ``symptom``: the problem in the user's words (en or zh). ``overrides`` replaces thresholds
+    by id (``{"gpu_util.low": 60}``). ``llm`` (a model name or an ``LlmOptions``) phrases the
+    report with a verified LLM answer. Raises :class:`kb.KbError` subclasses; prints nothing.
     """
     if lang not in ("en", "zh"):
         raise InputError("lang", f"unknown language {lang!r}", "Use en or zh")
+    if facts is None and not inputs and not symptom:
+        raise InputError("diagnose", "nothing to diagnose",
+                         "Give facts, inputs (artifacts) or a symptom in words")
     kn = knowledge or load_knowledge()
-    f = as_facts(facts)
+    g = gather(facts, inputs=inputs, input_format=input_format, symptom=symptom)
+    return report_for(g, kn, lang=lang, overrides=overrides, llm=llm)
+
+
+def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
+               overrides: Mapping[str, float] | None = None, llm: Any = None) -> Report:
+    """Reason over gathered facts and word the report (the second half of :func:`diagnose`)."""
+    f = g.facts
     r = reasoner(kn, overrides)
     extra: dict[str, list[str]] = {}
-    warn = list(warnings or [])
-    if f.symptom_text:  # issue 5.3: the user's words give branches and facts UNDER explicit ones
+    warn = list(g.warnings)
+    if f.symptom_text:  # the user's words give branches and facts UNDER explicit ones
         from kb.symptom_text import apply_text
 
         f, cls, text_notes = apply_text(f, kn)
@@ -99,8 +164,8 @@ def diagnose(
             extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
     d = r.diagnose(f, extra_branches=extra)
     rep = ReportBuilder(kn, lang, r.overrides).build(
-        d, f, warnings=warn, inputs=dict(inputs or {}), kb_version=__version__,
-        conflicts=conflicts)
+        d, f, warnings=warn, inputs=dict(g.sources), kb_version=__version__,
+        conflicts=g.conflicts)
     if llm is not None:
         from kb.llm import phrase  # imported only when asked for: litellm is slow to import
 

@@ -15,11 +15,11 @@ from typing import Any
 import networkx as nx
 from pydantic import BaseModel, Field
 
-from engine.conditions import describe
-from engine.errors import UnknownCauseError
-from engine.facts import fact_units
-from engine.graph import ROOT, build
-from engine.knowledge import AnyOf, Clause, Condition, Knowledge
+from kb.words import describe
+from kb.engine.errors import UnknownCauseError
+from kb.facts import fact_units
+from kb.engine.graph import ROOT, build
+from kb.engine.knowledge import AnyOf, Clause, Condition, Knowledge
 from kb.report.model import SCHEMA_VERSION, FixOut, Ref, VerifyOut
 from kb.report.wording import wording
 
@@ -211,7 +211,7 @@ def explain(cause_id: str, kn: Knowledge, lang: str = "en",
             return Ref(id=rid, title=rid, url="")
         return Ref(id=r.id, title=r.title, url=r.url)
 
-    from engine.conditions import resolve_value
+    from kb.engine.conditions import resolve_value
 
     return Explanation(
         lang=lang, cause_id=c.id, branch=c.branch,

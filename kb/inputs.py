@@ -15,15 +15,27 @@ import itertools
 import json
 import math
 import os
+import stat
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from engine.errors import InputError
-from engine.facts import Facts
+from kb.engine.errors import InputError, KbError
+from typing import TYPE_CHECKING
+
+from kb.facts import facts_model
+
+if TYPE_CHECKING:  # the model is built from the knowledge on first use, not at import
+    from pydantic import BaseModel as Facts
+from kb.inputs_blob import Blob
+from kb.facts_io import drop_bad_numbers
 from kb.parsers import FORMATS, HEAD_BYTES, MAX_SAMPLES, ParseResult, detect_format, get_parser, ranks
+from kb.readers import incident
+from kb.readers.gz import Gunzip, is_gzip
+from kb.safe_text import one_line
 
 #: count maps: values add up across inputs
 _COUNTERS = frozenset({"compile.graph_break_reasons", "compile.recompile_reasons"})
@@ -128,95 +140,271 @@ def _is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
-def _walk(directory: str) -> Iterator[str]:
-    for root, dirs, files in os.walk(directory):
+# -- limits ---------------------------------------------------------------------------------
+#: Bytes read from one input, by format. Logs are streamed by their parsers in bounded memory,
+#: so they may be large; tool outputs are parsed into per-line records and get less. Past the
+#: cap the rest is ignored with a note (a truncated artifact still diagnoses).
+MAX_INPUT_BYTES: dict[str, int] = {
+    "training_log": 16 * 1024**3,
+    "torch_compile": 1024**3,
+}
+MAX_OTHER_INPUT_BYTES = 64 * 1024**2
+#: Characters of one line handed to a line parser; the rest of a longer line is skipped with
+#: a note (a 500 MB line of ps output costs 64 KiB, not 1.6 GB).
+MAX_LINE_BYTES = 64 * 1024
+_BLOCK = 1 << 20
+
+
+def input_cap(fmt: str) -> int:
+    """How many bytes of an input in format ``fmt`` are read."""
+    if fmt == "facts_json":
+        from kb.facts_io import MAX_FACTS_BYTES
+
+        return MAX_FACTS_BYTES
+    return MAX_INPUT_BYTES.get(fmt, MAX_OTHER_INPUT_BYTES)
+
+
+def _walk(directory: str, notes: list[str]) -> Iterator[str]:
+    """Files under ``directory`` in sorted order, hidden ones left out; unreadable folders are
+    reported in ``notes`` instead of being skipped silently."""
+
+    def onerror(exc: OSError) -> None:
+        notes.append(f"{exc.filename or directory}: skipped ({exc.strerror or exc})")
+
+    for root, dirs, files in os.walk(directory, onerror=onerror):
         dirs[:] = sorted(d for d in dirs if not _is_hidden(d))
         for name in sorted(files):
             if not _is_hidden(name):
                 yield os.path.join(root, name)
 
 
-def _text_lines(stream: io.BufferedIOBase | io.RawIOBase | Any, head: bytes) -> Iterator[str]:
-    """Lines of ``head`` + the rest of a binary stream, decoded as UTF-8 with replacement."""
-    text = io.TextIOWrapper(io.BufferedReader(_Prefixed(head, stream)), encoding="utf-8", errors="replace", newline="")
-    yield from text
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, for a note; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
-class _Prefixed(io.RawIOBase):
-    """A raw stream that replays already-read bytes before the rest of the stream."""
+def _open_regular(path: str) -> io.BufferedReader | str:
+    """Open ``path`` for reading only if it is a regular file, else a note saying what it is.
 
-    def __init__(self, head: bytes, rest: Any) -> None:
-        self._head = head
+    O_NONBLOCK makes the open itself return at once for a FIFO without a writer (a plain
+    open() would wait forever); the type is then checked on the open descriptor, so a file
+    swapped for a FIFO after a stat() cannot slip through.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            os.close(fd)
+            return f"{path}: skipped ({kind})"
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        raise
+
+
+class _Capped:
+    """Chunks of ``head`` + a binary stream, at most ``limit`` bytes, remembering a cut."""
+
+    def __init__(self, head: bytes, rest: Any, limit: int) -> None:
+        self._head = head[:limit]
         self._rest = rest
+        self.left = limit - len(self._head)
+        self.cut = len(head) > limit
 
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buf: Any) -> int:
+    def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes (the head first, then the stream); b"" at the end or the cap."""
         if self._head:
-            n = min(len(buf), len(self._head))
-            buf[:n] = self._head[:n]
-            self._head = self._head[n:]
-            return n
-        data = self._rest.read(len(buf))
-        if not data:
-            return 0
+            out, self._head = self._head, b""
+            return out
+        if self.left <= 0:
+            if not self.cut and self._rest.read(1):  # anything past the cap?
+                self.cut = True
+            return b""
+        want = self.left if n is None or n < 0 else min(n, self.left)
+        data = self._rest.read(min(want, _BLOCK * 16))
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
-        n = len(data)
-        buf[:n] = data
-        return n
+        self.left -= len(data)
+        return data
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            data = self.read(_BLOCK)
+            if not data:
+                return
+            yield data
+
+
+def _bounded_lines(src: _Capped, max_line: int, state: dict[str, int]) -> Iterator[str]:
+    """Lines (with their ends) decoded as UTF-8 with replacement; a line longer than
+    ``max_line`` bytes is cut there and the rest of it skipped (counted in ``state``).
+
+    Each byte is looked at a constant number of times: linear in the input.
+    """
+    rest = b""
+    skipping = False
+    for chunk in src.chunks():
+        start = 0
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            start, skipping = nl + 1, False
+        data = rest + chunk[start:] if rest else chunk[start:]
+        start = 0
+        while True:
+            nl = data.find(b"\n", start)
+            if nl < 0:
+                break
+            if nl + 1 - start > max_line:
+                state["long_lines"] = state.get("long_lines", 0) + 1
+                yield data[start:start + max_line].decode("utf-8", "replace") + "\n"
+            else:
+                yield data[start:nl + 1].decode("utf-8", "replace")
+            start = nl + 1
+        rest = data[start:]
+        if len(rest) > max_line:
+            state["long_lines"] = state.get("long_lines", 0) + 1
+            yield rest[:max_line].decode("utf-8", "replace") + "\n"
+            rest, skipping = b"", True
+    if rest:
+        yield rest.decode("utf-8", "replace")
 
 
 def parse_binary(stream: Any, name: str, input_format: str | None, explicit: bool) -> ParseResult | str:
-    """Detect and parse one binary stream.
+    """Detect and parse one binary stream, reading at most :func:`input_cap` bytes of it.
 
     Returns the ParseResult, or a note string when the input is skipped (only when not
-    ``explicit``). Raises InputError for explicit binary or unknown inputs.
+    ``explicit``). Text no format claims goes to the incident reader; a non-explicit input that
+    says nothing known is skipped. Raises InputError for explicit binary inputs. A parser that
+    fails on odd input gives a note instead of a traceback (``KB_DEBUG=1`` re-raises).
     """
     head = stream.read(HEAD_BYTES)
     if isinstance(head, str):
         head = head.encode("utf-8", "replace")
+    gz = None
+    if is_gzip(head):  # a .gz log or gzipped stdin: read decompressed; the caps count those bytes
+        gz = stream = Gunzip(head, stream)
+        head = stream.read(HEAD_BYTES)
+        if gz.damaged and not head:
+            if explicit:
+                raise InputError(name, f"gzip data could not be read ({gz.damaged})", "Check it with: gzip -t FILE")
+            return f"{name}: skipped (gzip data could not be read)"
     if b"\x00" in head:
         if explicit:
             raise InputError(name, "binary data (NUL bytes) found", "Give a text artifact: a log, a tool's output, or facts JSON")
         return f"{name}: skipped (binary file)"
     fmt = input_format or detect_format(head.decode("utf-8", "replace"))
     if fmt is None:
-        if explicit:
-            raise InputError(
-                name, "format not recognised",
-                f"Pass --input-format with one of: {', '.join(FORMATS)}",
-            )
-        return f"{name}: skipped (format not recognised)"
+        # any readable text: the general incident reader, not a refusal (issue 13)
+        fmt = incident.NAME
     parser = get_parser(fmt)
-    fast = getattr(parser, "parse_stream", None)
-    if fast is not None:
-        return fast(_BytesJoin(head, stream), name)
-    return parser.parse(_text_lines(stream, head), name)
+    cap = input_cap(fmt)
+    src = _Capped(head, stream, cap)
+    # log parsers' inputs also give launch commands, env lines and message signatures
+    tap = incident.Tap(src, name) if fmt in incident.TAPPED else None
+    state: dict[str, int] = {}
+    try:
+        fast = getattr(parser, "parse_stream", None)
+        if fast is not None:
+            res = fast(tap or src, name)
+        else:
+            res = parser.parse(_bounded_lines(tap or src, MAX_LINE_BYTES, state), name)
+        if tap is not None:
+            tap.finish(res)
+    except KbError:
+        raise
+    except (MemoryError, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - odd input must not become a traceback
+        if os.environ.get("KB_DEBUG"):
+            raise
+        note = f"{name}: not parsed as {fmt} ({type(exc).__name__}: {str(exc)[:120]})"
+        if explicit:
+            raise InputError(name, f"could not be parsed as {fmt} ({type(exc).__name__})",
+                             "Check that the file is complete, or force --input-format") from None
+        return note
+    if fmt == incident.NAME and not input_format and not explicit and not res.facts:
+        return f"{name}: skipped (format not recognised)"  # a file in a folder that says nothing
+    if gz is not None and gz.damaged:
+        res.notes.append(f"{name}: the gzip data ends early ({gz.damaged}); read up to there")
+    if src.cut:
+        res.notes.append(f"{name}: only the first {cap} bytes were read (the {fmt} cap)")
+    if state.get("long_lines"):
+        res.notes.append(f"{name}: {state['long_lines']} line(s) longer than {MAX_LINE_BYTES} "
+                         "bytes were cut")
+    res.facts, dropped = drop_bad_numbers(res.facts, name)
+    res.notes.extend(dropped)
+    return res
 
 
-class _BytesJoin:
-    """Minimal ``read(n)`` over head bytes followed by a binary stream."""
+def _load_dir(path: str, input_format: str | None, bundle: InputBundle,
+              results: list[ParseResult]) -> None:
+    """Every regular file under ``path``; FIFOs, devices, sockets and unreadable files are
+    skipped with a note (a FIFO in a log folder would otherwise block forever)."""
+    for file in _walk(path, bundle.notes):
+        try:
+            fh = _open_regular(file)
+        except OSError as exc:
+            bundle.notes.append(f"{file}: skipped ({exc.strerror or exc})")
+            continue
+        if isinstance(fh, str):
+            bundle.notes.append(fh)
+            continue
+        try:
+            with fh:
+                got = parse_binary(fh, file, input_format, False)
+        except OSError as exc:
+            bundle.notes.append(f"{file}: skipped ({exc.strerror or exc})")
+            continue
+        if isinstance(got, str):
+            bundle.notes.append(got)
+        else:
+            results.append(got)
 
-    def __init__(self, head: bytes, rest: Any) -> None:
-        self._head = head
-        self._rest = rest
 
-    def read(self, n: int = -1) -> bytes:
-        if self._head:
-            out, self._head = self._head, b""
-            return out
-        data = self._rest.read(n)
-        if isinstance(data, str):
-            data = data.encode("utf-8", "replace")
-        return data
+def _load_path(path: str, input_format: str | None) -> ParseResult:
+    """One explicit file or FIFO (``<(cmd)``); devices and sockets are refused by name."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(path, "no such file or directory", "Give existing files, directories or - for stdin") from None
+    except PermissionError:
+        raise InputError(path, "permission denied", "Make the file readable") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
+    kind = _kind(mode)
+    if kind is not None and not stat.S_ISFIFO(mode):
+        raise InputError(path, f"not a regular file ({kind})", "Give a file, a directory or - for stdin")
+    try:
+        with open(path, "rb") as fh:
+            return _checked(parse_binary(fh, path, input_format, True))
+    except FileNotFoundError:
+        raise InputError(path, "no such file or directory", "Give existing files, directories or - for stdin") from None
+    except IsADirectoryError:
+        raise InputError(path, "is a directory that cannot be read", "Check its permissions") from None
+    except PermissionError:
+        raise InputError(path, "permission denied", "Make the file readable") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from None
 
 
 def load_inputs(
     paths: Sequence[str], input_format: str | None = None, stdin: TextIO | None = None
 ) -> InputBundle:
-    """Parse every input (file, directory walked in sorted order, or ``-`` for stdin) and merge.
+    """Parse every input (file, directory walked in sorted order, ``-`` for stdin, or a
+    :class:`Blob` of data) and merge.
 
     ``input_format`` forces the format of every input. Raises InputError for a missing path, an
     unknown format, a binary file given explicitly, or merged facts that do not validate.
@@ -225,34 +413,27 @@ def load_inputs(
         raise InputError("--input-format", f"unknown format ({input_format})", f"Allowed: {', '.join(FORMATS)}")
     bundle = InputBundle()
     results: list[ParseResult] = []
-    for path in paths:
-        if path == "-":
-            stream = stdin if stdin is not None else __import__("sys").stdin
+    for raw_path in paths:
+        if isinstance(raw_path, Blob):  # data given by a library caller, not a path
+            name = one_line(raw_path.name, limit=200)
+            results.append(_checked(parse_binary(raw_path.stream(), name, input_format, True)))
+            continue
+        raw_path = os.fspath(raw_path)
+        path = one_line(raw_path, limit=1000)  # a newline in a name must not forge lines
+        if raw_path == "-":
+            stream = stdin if stdin is not None else sys.stdin
             raw = getattr(stream, "buffer", stream)
             results.append(_checked(parse_binary(raw, "<stdin>", input_format, True)))
-            continue
-        if os.path.isdir(path):
-            for file in _walk(path):
-                try:
-                    with open(file, "rb") as fh:
-                        got = parse_binary(fh, file, input_format, False)
-                except OSError as exc:
-                    bundle.notes.append(f"{file}: skipped ({exc.strerror})")
-                    continue
-                if isinstance(got, str):
-                    bundle.notes.append(got)
-                else:
-                    results.append(got)
-            continue
-        try:
-            with open(path, "rb") as fh:
-                results.append(_checked(parse_binary(fh, path, input_format, True)))
-        except FileNotFoundError:
-            raise InputError(path, "no such file or directory", "Give existing files, directories or - for stdin") from None
-        except IsADirectoryError:
-            raise InputError(path, "is a directory that cannot be read", "Check its permissions") from None
-        except PermissionError:
-            raise InputError(path, "permission denied", "Make the file readable") from None
+        elif os.path.isdir(raw_path):
+            _load_dir(raw_path, input_format, bundle, results)
+        else:
+            try:
+                results.append(_load_path(raw_path, input_format))
+            except InputError as err:
+                if err.place == raw_path:  # name the file safely in the one-line error
+                    err.place = path
+                    err.problems = [err.line()]
+                raise
     _renumber_ranks(results)
     origins: dict[str, str] = {}
     for res in results:
@@ -311,7 +492,7 @@ def _checkpoint_waits(bundle: InputBundle, results: list[ParseResult]) -> None:
 def validate(facts: dict[str, Any], place: str) -> Facts:
     """Validate merged facts; InputError lists every problem with its JSON path."""
     try:
-        return Facts.model_validate(facts)
+        return facts_model().model_validate(facts)
     except ValidationError as exc:
         problems = [
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} ({_fmt(err.get('input'))[:80]})"

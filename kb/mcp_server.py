@@ -9,11 +9,10 @@ extra ``mcp`` (``pip install 'kb[mcp]'``); the SDK is imported only by :func:`bu
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError, KbError
+from kb.engine.errors import InputError, KbError
 
 MAX_FACTS_BYTES = 1_000_000
 MAX_ARTIFACT_BYTES = 5_000_000
@@ -35,33 +34,26 @@ def _facts_size(facts: dict[str, Any] | None) -> None:
             raise InputError("facts", f"too large ({size} bytes > {MAX_FACTS_BYTES})")
 
 
-def parse_artifacts(artifacts: list[dict[str, str]], input_format: str | None = None):
-    """Raw artifact texts -> an InputBundle, through the same parsers as ``--input``."""
-    from kb.inputs import load_inputs
+def _blobs(artifacts: list[dict[str, str]]) -> list[Any]:
+    """MCP artifacts ({name, text}) as in-memory inputs, checked against the MCP size caps."""
+    from kb.inputs_blob import Blob
 
     if len(artifacts) > MAX_ARTIFACTS:
         raise InputError("artifacts", f"too many ({len(artifacts)} > {MAX_ARTIFACTS})")
     total = 0
-    with tempfile.TemporaryDirectory(prefix="kb-mcp-") as tmp:
-        paths = []
-        for i, art in enumerate(artifacts):
-            if not isinstance(art, dict) or not isinstance(art.get("text"), str):
-                raise InputError(f"artifacts[{i}]", "expected {name, text} with text a string")
-            text = art["text"]
-            size = len(text.encode("utf-8", errors="replace"))
-            total += size
-            if size > MAX_ARTIFACT_BYTES:
-                raise InputError(f"artifacts[{i}]", f"too large ({size} bytes > {MAX_ARTIFACT_BYTES})")
-            if total > MAX_TOTAL_BYTES:
-                raise InputError("artifacts", f"too large in total (> {MAX_TOTAL_BYTES} bytes)")
-            name = Path(str(art.get("name") or f"artifact{i}.txt")).name or f"artifact{i}.txt"
-            p = Path(tmp) / f"{i:02d}-{name}"
-            p.write_text(text, encoding="utf-8")
-            paths.append(str(p))
-        bundle = load_inputs(paths, input_format)
-        # report the user's names, not our temporary paths
-        bundle.sources = {Path(k).name.split("-", 1)[-1]: v for k, v in bundle.sources.items()}
-        return bundle
+    out = []
+    for i, art in enumerate(artifacts):
+        if not isinstance(art, dict) or not isinstance(art.get("text"), str):
+            raise InputError(f"artifacts[{i}]", "expected {name, text} with text a string")
+        data = art["text"].encode("utf-8", errors="replace")
+        total += len(data)
+        if len(data) > MAX_ARTIFACT_BYTES:
+            raise InputError(f"artifacts[{i}]", f"too large ({len(data)} bytes > {MAX_ARTIFACT_BYTES})")
+        if total > MAX_TOTAL_BYTES:
+            raise InputError("artifacts", f"too large in total (> {MAX_TOTAL_BYTES} bytes)")
+        name = Path(str(art.get("name") or f"artifact{i}.txt")).name or f"artifact{i}.txt"
+        out.append(Blob(name, data))
+    return out
 
 
 def run_diagnose(facts: dict[str, Any] | None = None, artifacts: list[dict[str, str]] | None = None,
@@ -69,28 +61,14 @@ def run_diagnose(facts: dict[str, Any] | None = None, artifacts: list[dict[str, 
                  overrides: dict[str, float] | None = None) -> dict[str, Any]:
     """Same result as ``kb diagnose --format json`` for the same facts and artifacts."""
     import kb
-    from kb.facts_io import facts_from_data
-    from kb.inputs import merge_facts
 
     _check_lang(lang)
     _facts_size(facts)
-    data: dict[str, Any] = dict(facts or {})
-    warnings: list[str] = []
-    sources: dict[str, str] = {}
-    conflicts = False
-    if artifacts:
-        bundle = parse_artifacts(artifacts)
-        data, merged_conflicts = merge_facts(data, bundle.facts)
-        all_conflicts = list(bundle.conflicts) + list(merged_conflicts)
-        conflicts = bool(all_conflicts)
-        warnings += [f"conflict: {c}" for c in all_conflicts] + list(bundle.notes)
-        sources.update(bundle.sources)
-    if symptom_text:
-        data["symptom_text"] = symptom_text[:MAX_TEXT]
-    if not data:
-        data = {}
-    report = kb.diagnose(facts_from_data(data, "facts"), lang=lang, overrides=overrides,
-                         warnings=warnings, inputs=sources, conflicts=conflicts)
+    report = kb.diagnose(facts if facts is not None else ({} if not (artifacts or symptom_text)
+                                                          else None),
+                         inputs=_blobs(artifacts or []),
+                         symptom=symptom_text[:MAX_TEXT] if symptom_text else None,
+                         lang=lang, overrides=overrides)
     return report.model_dump(mode="json")
 
 
@@ -141,6 +119,7 @@ def build_server() -> Any:
         "GPU training / LLM inference triage. Call diagnose with facts (see the facts JSON "
         "schema resource) and/or raw artifact texts; follow next_checks when the status is "
         "not confirmed; cite the references returned."))
+    server._mcp_server.version = kb.__version__  # server info reports kb's version, not the SDK's
 
     def guarded(fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -203,7 +182,9 @@ def build_server() -> Any:
         """Parse one raw artifact text (at most 5 MB) into facts; the format is detected
         from the content unless `input_format` is given. Returns format, facts and notes."""
         def run() -> dict[str, Any]:
-            bundle = parse_artifacts([{"name": name, "text": text}], input_format)
+            from kb.inputs import load_inputs
+
+            bundle = load_inputs(_blobs([{"name": name, "text": text}]), input_format)
             return {"formats": bundle.sources, "facts": bundle.facts, "notes": bundle.notes,
                     "conflicts": bundle.conflicts}
 

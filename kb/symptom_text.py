@@ -3,7 +3,7 @@ which facts it states in passing (:func:`extract`): a step number, a dtype, a se
 
 Extracted facts are weak evidence. :func:`merge_under` puts them UNDER the facts the user gave
 explicitly (or that parsers read from artifacts): those win, and a disagreement becomes a
-warning. Only values a :class:`~engine.facts.Facts` field can hold are extracted.
+warning. Only values a :class:`~kb.facts.Facts` field can hold are extracted.
 """
 
 from __future__ import annotations
@@ -12,11 +12,34 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.knowledge import Knowledge
+from kb.engine.knowledge import Knowledge
+
+
+def _norm(text: str) -> str:
+    """Lower case, ``-``/``_`` as spaces, whitespace collapsed: "GPU-Util" reads as "gpu util",
+    ``num_workers`` as "num workers"."""
+    return " ".join(re.sub(r"[-_]", " ", text.lower()).split())
 
 
 def _ascii_word(w: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![a-z0-9])" + re.escape(w.lower()) + r"(?![a-z0-9])")
+    w = _norm(w)
+    # whole words only, at the ends that are letters or digits (".item()" may follow "tensor")
+    left = r"(?<![a-z0-9])" if w[:1].isalnum() else ""
+    right = r"(?![a-z0-9])" if w[-1:].isalnum() else ""
+    return re.compile(left + re.escape(w) + right)
+
+
+def _matches(low: str, vocab: Any) -> list[str]:
+    words = []
+    low = _norm(low)
+    for w in list(vocab.en) + list(vocab.zh):
+        wl = w.lower()
+        if wl.isascii():
+            if _ascii_word(wl).search(low):
+                words.append(w)
+        elif wl in low:
+            words.append(w)
+    return words
 
 
 def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
@@ -25,17 +48,27 @@ def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
     low = text.lower()
     hits: dict[str, list[str]] = {}
     for b in kn.branches.values():
-        words = []
-        for w in list(b.words.en) + list(b.words.zh):
-            wl = w.lower()
-            if wl.isascii():
-                if _ascii_word(wl).search(low):
-                    words.append(w)
-            elif wl in low:
-                words.append(w)
+        words = _matches(low, b.words)
         if words:
             hits[b.id] = words
     return dict(sorted(hits.items(), key=lambda kv: -len(kv[1])))
+
+
+def quoted_messages(text: str, kn: Knowledge) -> list[str]:
+    """Causes whose message signatures occur in ``text`` (the user quoting what a tool
+    printed, e.g. "Unsupported: inline in skipfiles: Logger.info")."""
+    from kb.readers.signatures import Matcher, compile_signatures
+
+    m = Matcher(compile_signatures(kn))
+    m.scan(text)
+    return list(dict.fromkeys(h.cause for h in m.found()))
+
+
+def name_causes(text: str, kn: Knowledge) -> dict[str, list[str]]:
+    """``{cause id: [matched words]}`` for every cause whose own words (en or zh) occur in
+    ``text``: the user's words rank hypotheses, they never confirm a cause."""
+    low = text.lower()
+    return {c.id: w for c in kn.causes.values() if (w := _matches(low, c.words))}
 
 
 # -- extraction ---------------------------------------------------------------------------
@@ -73,6 +106,8 @@ _FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "megatron": ("megatron", "megatron-lm", "megatron-core"),
     "fsdp": ("fsdp",),
 }
+_NONFINITE_WORDS = re.compile(r"(?<![a-z])(nan|inf|infinity|non-finite|nonfinite)(?![a-z])|溢出|无穷",
+                              re.I)
 #: where a step number goes, by the branch the text is classified into
 STEP_FACT: dict[str, str] = {"oom": "oom.at_step", "numerics": "numerics.first_nonfinite_step"}
 
@@ -167,7 +202,10 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if branch is None and kn is not None:
         hits = classify(text, kn)
         branch = next(iter(hits), None)
-    if len(m.steps) == 1 and branch in STEP_FACT:
+    if len(m.steps) == 1 and branch in STEP_FACT and (
+            branch != "numerics" or _NONFINITE_WORDS.search(text)):
+        # a step in a numerics text is the first non-finite one only when NaN/Inf is named
+        # ("loss at step 2000 is 6 % higher" is no NaN)
         _set(facts, STEP_FACT[branch], m.steps[0])
     return facts
 
@@ -213,11 +251,26 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     matched words}, warning lines)``. The branches are only those the text names; the caller
     uses them when the facts state no symptom. The warnings show the matched words and the
     extracted facts (the evidence taken from the text) and every disagreement."""
-    from engine.facts import Facts
+    from kb.facts import Facts
 
     text = facts.symptom_text or ""
     branches = classify(text, kn) if text else {}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
+    named = name_causes(text, kn) if text else {}
+    if named:
+        extracted = {**extracted, "mentions": sorted(named)}
+        # words that name a cause name its branch too
+        for cid, words in named.items():
+            b = kn.causes[cid].branch
+            branches.setdefault(b, [])
+            branches[b] += [w for w in words if w not in branches[b]]
+        branches = dict(sorted(branches.items(), key=lambda kv: -len(kv[1])))
+    quoted = quoted_messages(text, kn) if text else []
+    if quoted:
+        # a tool's message quoted in the user's words is evidence of its cause (ranking and
+        # the branch), but the facts it would state come only from an artifact
+        have = list(facts.signatures or [])
+        extracted = {**extracted, "signatures": have + [c for c in quoted if c not in have]}
     warnings: list[str] = []
     applied: dict[str, Any] = {}
     if extracted:

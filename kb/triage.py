@@ -22,17 +22,18 @@ from __future__ import annotations
 import copy
 import os
 import re
-import tempfile
 import types
 import typing
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, Field
 
-from engine.conditions import SUMMARIES, base_path, describe, flatten
-from engine.errors import InputError
-from engine.facts import BRANCHES, Facts, fact_units
-from engine.knowledge import AnyOf, Knowledge
+from kb.engine.conditions import SUMMARIES, base_path, flatten
+from kb.words import describe
+from kb.engine.errors import InputError
+from kb.facts import Facts, fact_units
+from kb.engine.knowledge import AnyOf, Knowledge, iter_conditions
+from kb.engine.steps import decision_graph
 from kb.report.model import Report
 
 MAX_STEPS = 50
@@ -258,7 +259,7 @@ def _update(dst: dict[str, Any], src: dict[str, Any]) -> list[str]:
 
 def _branches_in_order(kn: Knowledge) -> list[Any]:
     """Branches in the SOP's order (the order of the classification question)."""
-    order = {b: i for i, b in enumerate(BRANCHES)}
+    order = {b: i for i, b in enumerate(kn.branches)}
     return sorted(kn.branches.values(), key=lambda b: (order.get(b.id, len(order)), b.id))
 
 
@@ -297,8 +298,10 @@ class TriageSession:
     def report(self) -> Report:
         import kb
 
-        return kb.diagnose(self.facts_model(), lang=self.lang, overrides=self.overrides,
-                           knowledge=self.kn, warnings=list(self.warnings))
+        from kb.api import Gathered, report_for
+
+        return report_for(Gathered(self.facts_model(), warnings=list(self.warnings)), self.kn,
+                          lang=self.lang, overrides=self.overrides)
 
     def next_step(self) -> Step:
         """Re-diagnose and return what to ask next (also remembered for :meth:`answer`)."""
@@ -352,37 +355,40 @@ class TriageSession:
             seen.add(fp.fact)
             req.facts.append(fp)
 
+        g = decision_graph(self.kn)
         for h in rep.hypotheses:
             if req.separates and h.cause_id not in req.separates:
                 continue
             for m in h.missing:
-                if m.startswith("branch."):
-                    continue
-                if not m.startswith("decision."):
-                    if produced(m):
-                        add(m)
-                    continue
-                found = nodes.get(m[len("decision."):])
+                if produced(m):
+                    add(m)
+            if req.question is not None:
+                continue
+            # the first question on the hypothesis' path that this check decides
+            for nid in h.path[:-1]:
+                found = nodes.get(nid)
                 if found is None:
                     continue
-                branch, node = found
+                _branch, node = found
+                steps = [d["step"] for _, _, d in g.out_edges(nid, data=True) if d["step"].clauses]
+                conds = [c for st in steps for c in iter_conditions(list(st.clauses))]
                 own = node.check == req.check_id
-                edges = [e for e in branch.edges if e.source == node.id and e.when]
-                conds = [c for e in edges for cl in e.when
-                         for c in (cl.any if isinstance(cl, AnyOf) else [cl])]
-                if not (own or any(produced(c.fact) for c in conds)):
+                if not steps or all(c.fact in known for c in conds) or not (
+                        own or any(produced(c.fact) for c in conds)):
                     continue
-                if req.question is None:
-                    req.question = node.label.get(self.lang)
-                    for e in edges:
-                        said = e.label.get(self.lang) if e.label else str(e.answer)
-                        words = "; ".join(
-                            describe(c, self.kn, self.lang, units, self.overrides)
-                            for cl in e.when for c in (cl.any if isinstance(cl, AnyOf) else [cl]))
+                req.question = node.label.get(self.lang)
+                said_before: set[str] = set()
+                for st in steps:
+                    said = st.label.get(self.lang) if st.label else str(st.answer or "")
+                    words = "; ".join(describe(c, self.kn, self.lang, units, self.overrides)
+                                      for c in iter_conditions(list(st.clauses)))
+                    if f"{said}: {words}" not in said_before:
+                        said_before.add(f"{said}: {words}")
                         req.answers.append(f"{said}: {words}")
                 for c in conds:
                     if c.fact not in known and (own or produced(c.fact)):
                         add(c.fact)
+                break
 
     # -- answers -------------------------------------------------------------------------
 
@@ -539,19 +545,15 @@ class TriageSession:
             return self.skip()
         step = self._pending
         name = f"output of {step.check_id}" if isinstance(step, CheckRequest) else "pasted output"
-        fd, tmp = tempfile.mkstemp(prefix="kb-triage-", suffix=".txt")
+        from kb.inputs_blob import Blob
+
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text if text.endswith("\n") else text + "\n")
-            bundle = load_inputs([tmp])
+            bundle = load_inputs([Blob(name, text if text.endswith("\n") else text + "\n")])
         except InputError as err:
             hint = "Paste the command's whole output, give a file path"
             if isinstance(step, CheckRequest) and step.facts:
                 hint += f", or answer {step.facts[0].prompt()}"
-            raise InputError(name, err.problem.replace(tmp, name), hint) from None
-        finally:
-            os.unlink(tmp)
-        bundle.sources = {name if k == tmp else k: v for k, v in bundle.sources.items()}
+            raise InputError(name, err.problem, hint) from None
         return self._take_bundle(bundle, name)
 
     def _take_bundle(self, bundle: Any, name: str) -> str:

@@ -21,9 +21,10 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, Field
 
-from engine.conditions import base_path, evaluate, flatten, fmt_value
-from engine.facts import Facts, fact_units
-from engine.knowledge import Knowledge
+from kb.engine.conditions import base_path, evaluate, flatten
+from kb.words import fmt_value
+from kb.facts import Facts, fact_units
+from kb.engine.knowledge import Knowledge
 from kb.report.model import SCHEMA_VERSION, Evidence
 from kb.report.wording import wording
 

@@ -4,7 +4,10 @@
 A small classifier is trained entirely in float16 (no loss scaler, no fp32 master weights) with
 a learning-rate warm-up that keeps growing. After some steps the logits exceed the float16
 range (65504), the loss becomes ``inf`` and then ``nan``. The log has HF-Trainer style metric
-dicts; ``facts.json`` states the compute dtype, which the log does not show.
+dicts; ``facts.json`` states the compute dtype, which the log does not show. The expected
+answer is the learning rate (``numerics.lr_too_high``): the grad norm explodes under an
+unclipped, ever-growing LR and the first NaN comes after ~30 steps, not after the hundreds of
+healthy steps that mark a plain fp16 overflow.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from engine.errors import InputError
-from engine.facts import Facts
+from kb.engine.errors import InputError
+from kb.facts import Facts
 from kb.collect import collect
 from kb.cli.collect_cmd import collect as collect_cmd
 from tests.parsers._fixtures import FIXTURES
@@ -112,3 +112,104 @@ def test_cli_refuses_to_overwrite_and_writes_json(tmp_path) -> None:
     assert res.exit_code == 0, res.output
     assert json.loads(out.read_text())["tools"]["ps"] == {"status": "ok"}
     assert f"facts written to {out}" in res.output
+
+
+# -- deadlines, process groups and output caps (issue 17) ------------------------------------
+import os  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from http.server import BaseHTTPRequestHandler, HTTPServer  # noqa: E402
+
+from kb.collect import run_in_group  # noqa: E402
+
+# a tool that starts a grandchild (which writes its pid, then sleeps) and then hangs itself
+SLOW_TOOL = (
+    "import subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+    "open(sys.argv[1], 'w').write(str(child.pid))\n"
+    "print('partial', flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie of an already-killed process counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_in_group([sys.executable, "-c", SLOW_TOOL, str(pidfile)], timeout=2)
+    assert time.monotonic() - start < 10
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(grandchild), "the tool's child survived the timeout"
+
+
+def test_output_is_capped_and_the_tool_stopped() -> None:
+    start = time.monotonic()
+    res = run_in_group([sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"],
+                       timeout=30, max_output=1 << 20)
+    assert time.monotonic() - start < 10
+    assert res.truncated and len(res.stdout) == 1 << 20 and res.returncode == 0
+
+
+def test_normal_exit_keeps_status_and_output() -> None:
+    res = run_in_group([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"], timeout=10)
+    assert (res.returncode, res.stdout.strip(), res.truncated) == (3, "hi", False)
+
+
+def test_total_deadline_bounds_collect(tmp_path) -> None:
+    """Every tool hangs; the whole collection still ends by the deadline, every tool timed out."""
+    def hanging(argv, **kw):
+        return run_in_group([sys.executable, "-c", "import time; time.sleep(600)"], timeout=kw["timeout"])
+
+    start = time.monotonic()
+    facts = collect([], None, None, 5, None, runner=hanging, deadline_s=3)
+    took = time.monotonic() - start
+    assert took < 10, took
+    assert {v["status"] for v in facts["tools"].values()} == {"timeout"}
+    assert any("total deadline" in v["detail"] for v in facts["tools"].values())
+
+
+class _Drip(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        try:
+            for _ in range(600):  # one byte every 0.1 s: each read succeeds, the body never ends
+                self.wfile.write(b"#")
+                self.wfile.flush()
+                time.sleep(0.1)
+        except OSError:
+            pass
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_slow_drip_metrics_server_is_cut_by_the_deadline() -> None:
+    server = HTTPServer(("127.0.0.1", 0), _Drip)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    runner, _ = _fake({})
+    try:
+        start = time.monotonic()
+        facts = collect([], None, f"http://127.0.0.1:{server.server_port}/metrics", 1, None,
+                        runner=runner, deadline_s=3)
+        assert time.monotonic() - start < 10
+        assert facts["tools"]["metrics"]["status"] == "timeout"
+    finally:
+        server.shutdown()

@@ -15,18 +15,46 @@ FORMATS = ROOT / "tests" / "fixtures" / "formats"
 ARTIFACTS = ROOT / "tests" / "fixtures" / "artifacts"
 
 CASES = [
-    # (inputs, extra args, expected top finding)
-    ([FORMATS / "oom_2_1_capacty.log"], [], "oom.allocator_reserved_unallocated"),
-    ([ARTIFACTS / "oom_backward_traceback.log"], [], "oom.tensors_not_released"),
-    ([FORMATS / "nccl_watchdog_2_4.log"], [], "nccl.rank_desync_timeout"),
-    ([FORMATS / "nccl_watchdog_2_7_fr.log"], [], "nccl.rank_desync_timeout"),
-    ([ARTIFACTS / "vllm_metrics_overloaded.prom"], [], "inference.kv_cache_preemption"),
-    ([FORMATS / "vllm_stats_v1.log"], [], "inference.kv_cache_preemption"),
-    ([FORMATS / "compile_recompiles_2025.log"], [], "compile.dynamic_shapes"),
-    ([FORMATS / "compile_cache_limit_rank.log"], [], "compile.cache_size_limit"),
-    ([FORMATS / "loss_hf_dict_nan.log"], ["--symptom", "fp16 training, loss goes NaN"],
-     "numerics.fp16_overflow"),
+    # (inputs, extra args, expected status, the cause expected first (finding or hypothesis))
+    ([FORMATS / "oom_2_1_capacty.log"], [], "confirmed", "oom.allocator_reserved_unallocated"),
+    # an OOM in backward alone does not tell a leak from large activations (seed §3: measure
+    # the growth first): both stay hypotheses, see test_backward_oom_asks_for_growth
+    # a watchdog timeout alone does not say which rank lags (audit, nccl (a)): the lead
+    # hypothesis, settled by the per-rank stacks
+    ([FORMATS / "nccl_watchdog_2_4.log"], [], "hypotheses", "nccl.rank_desync_timeout"),
+    ([FORMATS / "nccl_watchdog_2_7_fr.log"], [], "hypotheses", "nccl.rank_desync_timeout"),
+    ([ARTIFACTS / "vllm_metrics_overloaded.prom"], [], "confirmed", "inference.kv_cache_preemption"),
+    ([FORMATS / "compile_recompiles_2025.log"], [], "confirmed", "compile.dynamic_shapes"),
+    ([FORMATS / "compile_cache_limit_rank.log"], [], "confirmed", "compile.cache_size_limit"),
 ]
+
+
+def test_v1_stats_line_full_cache_and_queue_stays_open() -> None:
+    # KV cache 95.9 % full with 43 requests waiting and no preemption count: a small cache
+    # and a server simply at capacity look the same (audit T18), so nothing is confirmed
+    r = run("--input", str(FORMATS / "vllm_stats_v1.log"))
+    doc = json.loads(r.stdout)
+    assert not doc["findings"]
+    top = [h["cause_id"] for h in doc["hypotheses"][:3]]
+    assert "inference.kv_cache_preemption" in top or "inference.at_capacity" in top, top
+
+
+def test_backward_oom_asks_for_growth() -> None:
+    r = run("--input", str(ARTIFACTS / "oom_backward_traceback.log"))
+    doc = json.loads(r.stdout)
+    assert doc["status"] == "hypotheses" and not doc["findings"]
+    assert {"oom.tensors_not_released", "oom.activations_optimizer_state"} <= {
+        h["cause_id"] for h in doc["hypotheses"][:2]}
+
+
+def test_three_nan_lines_make_fp16_overflow_the_lead_hypothesis() -> None:
+    # three HF lines with NaN grad norms and no step: overflow is likely, not yet confirmed
+    r = run("--input", str(FORMATS / "loss_hf_dict_nan.log"), "--symptom",
+            "fp16 training, loss goes NaN")
+    doc = json.loads(r.stdout)
+    assert not doc["findings"]
+    assert doc["hypotheses"][0]["cause_id"] in ("numerics.fp16_overflow",
+                                                 "numerics.grad_scaler_skipping")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -35,15 +63,17 @@ def run(*args: str) -> subprocess.CompletedProcess:
                           env={**os.environ, "KB_NO_CACHE": "1"})
 
 
-@pytest.mark.parametrize("inputs,extra,expected", CASES,
+@pytest.mark.parametrize("inputs,extra,status,expected", CASES,
                          ids=[c[0][0].name for c in CASES])
-def test_real_artifact_names_the_cause(inputs: list[Path], extra: list[str], expected: str) -> None:
+def test_real_artifact_names_the_cause(inputs: list[Path], extra: list[str], status: str,
+                                       expected: str) -> None:
     args = [a for p in inputs for a in ("--input", str(p))] + extra
     r = run(*args)
     assert r.returncode in (0, 3), r.stderr
     doc = json.loads(r.stdout)
-    assert doc["findings"], (doc["status"], [h["cause_id"] for h in doc["hypotheses"]])
-    assert doc["findings"][0]["cause_id"] == expected
+    assert doc["status"] == status, (doc["status"], [h["cause_id"] for h in doc["hypotheses"]])
+    first = (doc["findings"] or doc["hypotheses"])[0]["cause_id"]
+    assert first == expected
     assert doc["inputs"]  # the report says what it read and as which format
 
 
@@ -70,7 +100,10 @@ def test_stdin_input() -> None:
 
 
 def test_unknown_file_given_explicitly_is_a_clear_error(tmp_path: Path) -> None:
+    # readable text is never refused (issue 13): the incident reader reads it and says it
+    # found nothing known; exit 2 stays for what cannot be read (tests/readers)
     p = tmp_path / "random.txt"
     p.write_text("hello\nworld\n")
     r = run("--input", str(p))
-    assert r.returncode == 2 and str(p) in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode in (0, 3) and "Traceback" not in r.stderr
+    assert any(str(p) in w and "no known fact" in w for w in json.loads(r.stdout)["warnings"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import kb
-from engine.knowledge import load
+from kb.engine.knowledge import load
 
 ROOT = Path(__file__).resolve().parent.parent
 KN = load(ROOT / "graphs", use_cache=False)

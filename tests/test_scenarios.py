@@ -64,7 +64,7 @@ def facts(folder: Path) -> dict:
     data = json.loads(read(folder, "facts.json"))
     try:
         sys.path.insert(0, str(REPO))
-        from engine.facts import Facts
+        from kb.facts import Facts
     except ImportError:  # pydantic not in this interpreter: the key check is skipped
         return data
     Facts.model_validate(data)

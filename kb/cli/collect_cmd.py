@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from engine.errors import InputError, KbError
+from kb.engine.errors import InputError, KbError
 
 
 def collect(
@@ -47,11 +47,11 @@ def collect(
                 bar.update(1)
 
             facts = run_collect(logs, pid, metrics_url, seconds, progress)
-        text = json.dumps(facts, indent=2, sort_keys=True) + "\n"
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(str(output), f"cannot write ({exc.strerror})", "Choose a writable path") from None
+        from kb.cli.common import dumps_json
+        from kb.safe_write import atomic_write_text
+
+        # no bare NaN in the JSON; written atomically, never over a file unless --force
+        atomic_write_text(output, dumps_json(facts) + "\n", force=force)
     except KbError as err:
         typer.echo(f"kb: error: {err.line()}", err=True)
         raise typer.Exit(err.exit_code) from None

@@ -15,7 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kb.cli.common import Format, Lang, handle_errors, write_output
+from kb.cli.common import Format, Lang, handle_errors
+from kb.safe_write import write_output  # atomic, exclusive unless --force (issue 17)
 
 export_app = typer.Typer(
     no_args_is_help=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.errors import KbError
+from kb.engine.errors import KbError
 from kb.cli.common import handle_errors
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from engine.errors import InputError, KbError
+from kb.engine.errors import InputError, KbError
 from kb.cli.common import EXIT_INCONCLUSIVE, EXIT_OK, handle_errors, write_output
 from kb.cli.common import Format, Lang
 from kb.cli.diagnose_cmd import parse_sets
@@ -173,9 +173,10 @@ def verify(
         raise InputError("kb verify", "no before facts", "Give --before FILE or --before-input PATH")
     if after is None and not after_input:
         raise InputError("kb verify", "no after facts", "Give --after FILE or --after-input PATH")
-    fb, warn_b, _src_b, _c_b = gather_facts(before, before_input or [], input_format, None)
-    fa, warn_a, _src_a, _c_a = gather_facts(after, after_input or [], input_format, None)
-    warnings = [f"before: {x}" for x in warn_b] + [f"after: {x}" for x in warn_a]
+    gb = gather_facts(before, before_input or [], input_format, None)
+    ga = gather_facts(after, after_input or [], input_format, None)
+    fb, fa = gb.facts, ga.facts
+    warnings = [f"before: {x}" for x in gb.warnings] + [f"after: {x}" for x in ga.warnings]
     kn = kb.load_knowledge()
     res = do_verify(fb, fa, lang=lang.value, knowledge=kn, overrides=parse_sets(set_ or []),
                     warnings=warnings)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from engine.knowledge import Check, Knowledge
+from kb.engine.knowledge import Check, Knowledge
+from kb.engine.steps import decision_graph
 from kb.exports import refs as refs_mod
 from kb.exports.text import (Wording, causes_of, cell, check_lang, code, graph_order, link,
                              select_branches)
@@ -148,6 +149,7 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
 
     # decision points, in graph order: questions with their answers, tools as one line
     own = {n.id: n for n in b.nodes}
+    dg = decision_graph(kn)
     lines: list[str] = []
     for nid in graph_order(b):
         n = own.get(nid)
@@ -164,14 +166,13 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
             lines.append(f"- {n.label.get(lang)}{how}")
             continue
         lines.append(f"- **{n.label.get(lang)}**{how}")
-        for e in b.edges:
-            if e.source != nid:
-                continue
-            answer = e.label.get(lang) if e.label is not None else (e.answer or "")
-            cond = f" ({w.clauses(e.when)})" if e.when else ""
-            target = w.node_label(e.target)
-            if e.target in kn.causes:
-                target = f"**{target}** ({code(e.target)})"
+        # the steps that run (engine.steps): the branch's own and those into causes
+        for _u, target_id, st in sorted(dg.out_edges(nid, data="step"), key=lambda e: e[2].id):
+            answer = st.label.get(lang) if st.label is not None else (st.answer or "")
+            cond = f" ({w.clauses(st.clauses)})" if st.clauses else ""
+            target = w.node_label(target_id)
+            if target_id in kn.causes:
+                target = f"**{target}** ({code(target_id)})"
             lines.append(f"  - {answer}{cond} → {target}")
     if lines:
         out += [f"**{t('decisions')}{t('colon')}**", ""] + lines + [""]

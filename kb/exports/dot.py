@@ -2,43 +2,47 @@
 
 from __future__ import annotations
 
-from engine.knowledge import Knowledge
+from typing import Any
+
+from kb.engine.knowledge import Knowledge
 from kb.exports.text import COLOURS, Drawing, drawings, safe_ids
 
 
-def quote(text: str) -> str:
-    """A DOT double-quoted string (``\\n`` is a centred line break in a label)."""
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _label(lines: list[str]) -> str:
-    return quote("\n".join(" ".join(x.split()) for x in lines if x)).replace("\n", "\\n")
+    # pydot quotes; a backslash-n in the text is DOT's centred line break
+    return "\\n".join(" ".join(x.split()).replace("\\", "\\\\") for x in lines if x)
 
 
 _SHAPES = {"question": "diamond", "start": "ellipse"}
 
 
-def render(d: Drawing) -> str:
-    """One drawing as a ``digraph``."""
+def to_pydot(d: Drawing) -> Any:
+    """One drawing as a :class:`pydot.Dot` (the graph library writes the DOT text)."""
+    import pydot
+
     ids = safe_ids(d)
-    out = [f"digraph {quote(d.name)} {{",
-           f"  graph [rankdir=TB, labelloc=t, label={quote(' '.join(d.title.split()))}];",
-           '  node [shape=box, style="rounded", fontname="Helvetica"];',
-           '  edge [fontname="Helvetica", fontsize=10];']
+    g = pydot.Dot(d.name, graph_type="digraph", rankdir="TB", labelloc="t",
+                  label=" ".join(d.title.split()))
+    g.set_node_defaults(shape="box", style="rounded", fontname="Helvetica")
+    g.set_edge_defaults(fontname="Helvetica", fontsize="10")
     for n in d.nodes:
-        attrs = [f"label={_label(n.label)}"]
+        attrs: dict[str, str] = {"label": _label(n.label)}
         if n.kind in _SHAPES:
-            attrs.append(f"shape={_SHAPES[n.kind]}")
+            attrs["shape"] = _SHAPES[n.kind]
         if n.kind in COLOURS:
             fill, stroke = COLOURS[n.kind]
-            attrs += ['style="rounded,filled"', f'fillcolor="{fill}"', f'color="{stroke}"']
-        out.append(f"  {ids[n.id]} [{', '.join(attrs)}];")
+            attrs.update(style="rounded,filled", fillcolor=fill, color=stroke)
+        g.add_node(pydot.Node(ids[n.id], **attrs))
     for e in d.edges:
         text = [x for x in e.label if x]
-        tail = f" [label={_label(text)}]" if text else ""
-        out.append(f"  {ids[e.source]} -> {ids[e.target]}{tail};")
-    out.append("}")
-    return "\n".join(out) + "\n"
+        g.add_edge(pydot.Edge(ids[e.source], ids[e.target],
+                              **({"label": _label(text)} if text else {})))
+    return g
+
+
+def render(d: Drawing) -> str:
+    """One drawing as a ``digraph``."""
+    return to_pydot(d).to_string()
 
 
 def export(kn: Knowledge, lang: str = "en", branch: str | None = None, *,

@@ -7,8 +7,8 @@ from typing import Any
 
 import networkx as nx
 
-from engine.graph import build
-from engine.knowledge import Knowledge
+from kb.engine.graph import build
+from kb.engine.knowledge import Knowledge
 
 SCHEMA_VERSION = 1
 

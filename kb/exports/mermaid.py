@@ -6,7 +6,7 @@ quoted, with the characters Mermaid would read as syntax written as entity codes
 
 from __future__ import annotations
 
-from engine.knowledge import Knowledge
+from kb.engine.knowledge import Knowledge
 from kb.exports.text import COLOURS, Drawing, drawings, safe_ids
 
 # '#' first: every other replacement introduces one

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engine.errors import InputError
-from engine.knowledge import Knowledge, Reference
+from kb.engine.errors import InputError
+from kb.engine.knowledge import Knowledge, Reference
 from kb.exports.text import cell, check_lang, chrome, link
 
 SCHEMA_VERSION = 1

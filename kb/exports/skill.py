@@ -16,8 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from engine.errors import KbError
-from engine.knowledge import Knowledge
+from kb.engine.errors import KbError
+from kb.safe_write import atomic_write_text
+from kb.engine.knowledge import Knowledge
 from kb.exports import refs as refs_mod
 from kb.exports.agents_md import check_command
 from kb.exports.text import Wording, branch_order, causes_of, check_lang, code, link
@@ -156,7 +157,8 @@ def write(kn: Knowledge, directory: str | Path, *, lang: str = "en",
     for rel, text in files(kn, lang).items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        # each file atomically: an interrupted export leaves whole files only
+        atomic_write_text(p, text if text.endswith("\n") else text + "\n", force=True)
         written.append(p)
     return written
 

@@ -12,10 +12,12 @@ from typing import Any, Iterable
 
 import networkx as nx
 
-from engine.conditions import base_path, describe, fmt_value, resolve_value
-from engine.errors import InputError
-from engine.facts import BRANCHES, fact_units
-from engine.knowledge import AnyOf, BranchGraph, Clause, Condition, Knowledge
+from kb.engine.conditions import base_path, resolve_value
+from kb.words import describe, fmt_value
+from kb.engine.errors import InputError
+from kb.facts import fact_units
+from kb.engine.knowledge import AnyOf, BranchGraph, Clause, Condition, Knowledge
+from kb.engine.steps import decision_graph
 from kb.report.wording import wording
 
 LANGS = ("en", "zh")
@@ -64,9 +66,8 @@ def link(title: str, url: str) -> str:
 
 
 def branch_order(kn: Knowledge) -> list[str]:
-    """Branches in the product's fixed order, then any others by id."""
-    known = [b for b in BRANCHES if b in kn.branches]
-    return known + sorted(b for b in kn.branches if b not in BRANCHES)
+    """Branches in the SOP's order (``sop.yaml`` classify.branches), then any others by id."""
+    return list(kn.branches)  # the loader orders them so
 
 
 def select_branches(kn: Knowledge, wanted: Iterable[str] | None) -> list[str]:
@@ -148,12 +149,7 @@ class Wording:
         return fmt_value(value, unit)
 
     def condition(self, cond: Condition) -> str:
-        """``gpu.utilization_samples.mean < 40%``; the knowledge's own words where it has them;
-        a decision reads as ``<question> → <answer>``."""
-        if cond.fact.startswith("decision.") and cond.op == "==":
-            answer = self.answer(cond.fact[len("decision."):], cond.value)
-            if answer is not None:
-                return answer
+        """``gpu.utilization_samples.mean < 40%``; the knowledge's own words where it has them."""
         if cond.text is not None:
             return describe(cond, self.kn, self.lang, self.units)
         if cond.op in _SYMBOLS:
@@ -245,28 +241,30 @@ def overview_drawing(kn: Knowledge, lang: str) -> Drawing:
 
 
 def branch_drawing(kn: Knowledge, bid: str, lang: str, *, fixes: bool = True) -> Drawing:
-    """One branch's decision graph; causes are problem leaves, with their fixes when asked."""
+    """One branch's decision graph as it runs: the nodes and steps of
+    :func:`engine.steps.decision_graph` (the steps the rules are compiled from), causes as
+    problem leaves, with their fixes when asked."""
     w = Wording(kn, lang)
     b = kn.branches[bid]
     d = Drawing(bid, b.title.get(lang))
+    g = decision_graph(kn)
+    sub = g.subgraph([n for n, data in g.nodes(data=True) if data["branch"] == bid])
+    pos = {n.id: i for i, n in enumerate(b.nodes)}
+    pos.update({c: len(pos) + i for i, c in enumerate(causes_of(kn, bid))})
     own = {n.id: n for n in b.nodes}
-    for nid in graph_order(b):
+    for nid in nx.lexicographical_topological_sort(sub, key=lambda n: pos.get(n, 10**6)):
         if nid in own:
             d.node(nid, [own[nid].label.get(lang)], own[nid].kind)
-        elif nid in kn.causes:
-            c = kn.causes[nid]
-            d.node(nid, [c.title.get(lang)], "problem")
-        elif nid.startswith("branch:") and nid[7:] in kn.branches:
-            d.node(nid, [w.node_label(nid)], kn.branches[nid[7:]].overview_kind)
-        else:  # an edge to a node or cause that is not written yet
-            d.node(nid, [nid], "plain")
-    for e in b.edges:
+        else:
+            d.node(nid, [kn.causes[nid].title.get(lang)], "problem")
+    for u, v, step in sorted(sub.edges(data="step"), key=lambda e: (pos.get(e[0], 0),
+                                                                   pos.get(e[1], 0), e[2].id)):
         label = []
-        if e.label is not None:
-            label.append(e.label.get(lang))
-        if e.when:
-            label.append(w.clauses(e.when))
-        d.edges.append(DEdge(e.source, e.target, label))
+        if step.label is not None:
+            label.append(step.label.get(lang))
+        if step.clauses:
+            label.append(w.clauses(step.clauses))
+        d.edges.append(DEdge(u, v, label))
     if fixes:
         for cid in causes_of(kn, bid):
             if not any(n.id == cid for n in d.nodes):

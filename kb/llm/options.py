@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from engine.errors import InputError
+from kb.engine.errors import InputError
 
 
 def default_cache_dir() -> Optional[Path]:
@@ -26,7 +26,9 @@ class LlmOptions:
     ``model`` is a litellm model name (``openai/gpt-4o-mini``, ``ollama/llama3``...).
     ``completion`` replaces ``litellm.completion`` (tests inject a fake; it receives the same
     keyword arguments and may return a string, a dict or a litellm response). ``cache_dir``
-    None disables the answer cache. ``litellm_kwargs`` are passed to the call as they are
+    None disables the answer cache (``--no-cache`` / ``KB_NO_CACHE=1``; by default verified
+    answers are kept under ``~/.cache/kb/llm``, keyed by the model and the exact request).
+    ``strict`` makes a fallback an error. ``litellm_kwargs`` are passed to the call as they are
     (e.g. ``{"mock_response": "..."}``).
     """
 
@@ -39,6 +41,9 @@ class LlmOptions:
     cache_dir: Optional[Path] = field(default_factory=default_cache_dir)
     max_attempts: int = 2
     temperature: float = 0.0
+    #: fail (:class:`kb.llm.flow.LlmRejectedError`, exit code 4) instead of falling back to
+    #: the deterministic report when the answer cannot be used
+    strict: bool = False
     completion: Optional[Callable[..., Any]] = None
     litellm_kwargs: dict[str, Any] = field(default_factory=dict)
 

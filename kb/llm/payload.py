@@ -3,8 +3,10 @@
 The payload holds only the status, the findings (cause id, title, symptom, why, severity,
 confidence, evidence, fixes, verification, reference ids), the next checks, the allowed
 references (id, title, url), the allowed commands, the table columns and the deterministic
-three-sentence conclusion as a draft. Never raw logs, input paths or warnings. Evidence values
-(the only text that comes from the user's artifacts) are redacted first.
+three-sentence conclusion as a draft. Never raw logs, input paths or warnings. The whole
+payload then passes one redactor (:func:`kb.llm.redact.redact_payload`): a secret or host
+learned anywhere in it (evidence, symptom, draft conclusion...) is removed everywhere; the
+knowledge's reference URLs and commands are kept as written.
 
 The messages come from ``prompts/report.<lang>.md``: sections ``<!-- kb:system -->``,
 ``<!-- kb:user -->`` and ``<!-- kb:retry -->``, with ``{name}`` placeholders filled by
@@ -19,11 +21,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from engine.conditions import base_path, fmt_value
-from engine.errors import KnowledgeError
-from engine.knowledge import Knowledge
+from kb.engine.conditions import base_path
+from kb.words import fmt_value
+from kb.engine.errors import KnowledgeError
+from kb.engine.knowledge import Knowledge
 from kb._data import data_dir
-from kb.llm.redact import redact, redact_data
+from kb.llm.redact import redact_payload
 from kb.report.model import Report
 
 LANG_NAMES = {"en": "English", "zh": "简体中文"}
@@ -83,10 +86,10 @@ def fill(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def _evidence(e: Any, hosts: bool, keep: tuple[str, ...]) -> dict[str, Any]:
+def _evidence(e: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"fact": e.fact, "condition": e.condition}
     if not e.fact.startswith("decision."):
-        out["value"] = redact_data(fmt_value(e.value, e.unit), hosts=hosts, keep=keep)
+        out["value"] = fmt_value(e.value, e.unit)
     return out
 
 
@@ -117,7 +120,7 @@ def build_payload(report: Report, kn: Knowledge, *, redact_hosts: bool = False) 
             "why": f.why,
             "severity": f.severity,
             "confidence": round(f.confidence, 2),
-            "evidence": [_evidence(e, redact_hosts, keep) for e in f.evidence],
+            "evidence": [_evidence(e) for e in f.evidence],
             "fixes": [{"text": x.text, "command": add_cmd(x.command),
                        "references": [add_ref(r.id) for r in x.references]} for x in f.fixes],
             "verify": [{"text": v.text, "command": add_cmd(v.command), "expect": v.expect}
@@ -138,11 +141,11 @@ def build_payload(report: Report, kn: Knowledge, *, redact_hosts: bool = False) 
     refs = [{"id": r.id, "title": r.title, "url": r.url}
             for r in (kn.references[i] for i in ref_ids)]
     status_text = kn.report_text.get("status", {}).get(report.status, {}).get(lang, report.status)
-    return {
+    payload = {
         "lang": lang,
         "status": report.status,
         "status_text": status_text,
-        "symptom": redact(report.symptom, hosts=redact_hosts) if report.symptom else None,
+        "symptom": report.symptom or None,
         "columns": list(kn.report_text["columns"][lang]),
         "findings": findings,
         "next_checks": checks,
@@ -150,6 +153,9 @@ def build_payload(report: Report, kn: Knowledge, *, redact_hosts: bool = False) 
         "allowed_commands": commands,
         "draft_conclusion": list(report.conclusion),
     }
+    # one redactor over everything that is sent (issue 17): nothing escapes by being in a field
+    # nobody thought of; the knowledge's own URLs and commands are kept exactly
+    return redact_payload(payload, hosts=redact_hosts, keep=keep + tuple(commands))
 
 
 def grounding(payload: dict[str, Any], kn: Knowledge) -> Grounding:

@@ -10,12 +10,19 @@ Rules (each broken one is reported as a line):
   health-check command), a fact path or a finding's cause id; no shell command that was not
   sent appears in plain text either (``rm -rf``, ``sudo``, ``curl ... | sh``...);
 - every number in the text appears in what was sent (in a row: in that finding's part);
+- anywhere in the text (prose, table, headings; outside the commands that were sent): no
+  command phrase (``pip install``, ``export NAME=...``, ``curl``, a redirection into a file,
+  ``authorized_keys``...), environment assignment, host name, IP address, scheme-relative
+  link (``//host/x``) or cause id that does not appear in what was sent; no raw HTML (the
+  accepted answer is Markdown rendered with HTML disabled); no "the real cause is ..."
+  claim that the data does not make;
 - after the table only the conclusion (headings and paragraphs), exactly three sentences (en
   split on ``. ! ?``, zh on ``。！？``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -24,7 +31,7 @@ from typing import Any, Iterable
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from engine.knowledge import Knowledge
+from kb.engine.knowledge import Knowledge
 from kb.llm.payload import Grounding, build_payload, grounding
 from kb.report.model import Report
 
@@ -40,6 +47,34 @@ _DANGEROUS = re.compile(
     r"|\bchmod\s+(?:-R\s+)?[0-7]{3,4}\b|\bchown\s+-R\b|\b(?:curl|wget)\b[^\n|]*\|\s*(?:sudo\s+)?(?:ba|z)?sh\b"
     r"|:\(\)\s*\{|\bshutdown\b|\breboot\b|\bhalt\b|\bkill\s+-9\b|\bpkill\b|\bkillall\b"
     r"|>\s*/dev/(?:sd|nvme|mem)|\bformat\s+[a-z]:|\bdel\s+/[fsq]\b)")
+
+
+# a command verb with what follows it on the line (the phrase must appear in what was sent)
+_COMMAND_PHRASE = re.compile(
+    r"(?i)(?<![\w\-./])(?:export|setx|unset|pip3?|python3?\s+-m\s+pip|uv\s+pip|conda|mamba|"
+    r"apt(?:-get)?|yum|dnf|brew|curl|wget|ssh|scp|rsync|docker|kubectl|helm|git|npm|npx|"
+    r"eval|exec|nc|ncat|bash|zsh|sh|powershell|iex|invoke-webrequest|chmod|chown|sudo|su|"
+    r"systemctl|crontab|echo|printf|tee|mv|cp|ln|rm)\s+[\w\-./~$\"'=:@+][^\s|;&<>`]*"
+    r"(?:[ \t]+[^\s|;&<>`]+){0,3}")
+# NAME=value of an environment variable (``NCCL_IB_DISABLE=1``)
+_ENV_ASSIGN = re.compile(r"(?<![\w.\-])[A-Z][A-Z0-9_]{2,}=[^\s`'\"|;&<>]+")
+_REDIRECT = re.compile(r"(?<![<>=\-])>>?[ \t]*(?:~|/|\./|\$HOME)[\w./~\-]*")
+_SENSITIVE = re.compile(r"(?i)authorized_keys|\.ssh/|\.bashrc|\.profile|/etc/(?:passwd|shadow|sudoers)"
+                        r"|\|\s*(?:sudo\s+)?(?:ba|z|da)?sh\b|base64\s+-d")
+_HTML = re.compile(r"(?i)<(?:/?[a-z][a-z0-9\-]*(?=[\s/>])[^<>]{0,2000}>?|!--|!\[CDATA\[|\?[a-z])")
+_LINE_BREAK = re.compile(r"(?i)<br\s*/?>")
+_HOSTNAME = re.compile(
+    r"(?<![\w\-.@])(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.){1,20}"
+    r"(?:com|net|org|io|ai|dev|app|cloud|sh|xyz|me|co|info|biz|ru|cn|tk|top|site|online|"
+    r"example|internal|local|lan|corp|cluster|svc|test|onion)(?![\w\-]|\.[A-Za-z0-9])", re.I)
+_SCHEMELESS = re.compile(r"(?<![:\w/])//[A-Za-z0-9\-._~%]+")
+_IPV4_ANY = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+_SHORT_HOST = re.compile(r"(?<![\w\-./])[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,4}-node-?\d{1,6}(?![\w\-])"
+                         r"|(?<![\w\-./])(?:node|host|gpu|worker)-?\d{1,6}(?![\w\-])", re.I)
+_CAUSE_CLAIM = re.compile(
+    r"(?i)\b(?:real|actual|true|underlying|hidden)\s+(?:root\s+)?(?:cause|culprit|problem)\b"
+    r"|真正的?原因|根本原因其实|实际原因")
+_CAUSE_ID = re.compile(r"(?<![\w.])([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)(?![\w]|\.[a-z])")
 
 
 @lru_cache(maxsize=1)
@@ -111,6 +146,18 @@ class _Checker:
         for cmd in sorted(self.commands, key=len, reverse=True):
             rest = rest.replace(cmd, " ")
         self.rest = rest
+        # every string that was sent, whitespace-normalised: what prose may quote
+        try:
+            sent = json.loads(g.payload_text)
+        except ValueError:
+            sent = g.payload_text
+        self.sent_text = _norm_cmd(" ".join(_strings(sent)))
+        self.sent_lower = self.sent_text.casefold()
+
+    def _grounded(self, text: str) -> bool:
+        """``text`` (whitespace-normalised) appears in what was sent."""
+        t = _norm_cmd(text).rstrip(_TRAILING)
+        return bool(t) and t.casefold() in self.sent_lower
 
     def add(self, text: str) -> None:
         if text not in self.violations:
@@ -124,6 +171,9 @@ class _Checker:
         self.check_urls(tokens)
         self.check_code(tokens)
         self.check_prose_commands()
+        self.check_html()
+        self.check_hosts()
+        self.check_prose_causes()
         starts = [i for i, t in enumerate(tokens) if t.type == "table_open"]
         if len(starts) != 1:
             self.add(f"expected exactly one table with the columns "
@@ -181,6 +231,40 @@ class _Checker:
     def check_prose_commands(self) -> None:
         for m in _DANGEROUS.finditer(self.rest):
             self.add(f"the answer suggests a command that was not sent ({m.group(0).strip()!r})")
+        for rx in (_COMMAND_PHRASE, _ENV_ASSIGN, _REDIRECT, _SENSITIVE):
+            for m in rx.finditer(self.rest):
+                if not self._grounded(m.group(0)):
+                    self.add("the answer suggests a command that was not sent "
+                             f"({_short(m.group(0).strip())!r})")
+
+    def check_html(self) -> None:
+        """Raw HTML anywhere outside code (markdown-it would pass it through if enabled)."""
+        for m in _HTML.finditer(_without_code(self.answer)):
+            if _LINE_BREAK.fullmatch(m.group(0)):
+                continue  # the deterministic table itself separates lines in a cell with <br>
+            self.add(f"raw HTML is not allowed ({_short(m.group(0))!r})")
+
+    def check_hosts(self) -> None:
+        """Host names, IPs and ``//host`` links that the data sent does not contain."""
+        text = _URL.sub(" ", self.rest)  # full URLs are judged by check_urls
+        for rx, what in ((_SCHEMELESS, "link"), (_HOSTNAME, "host name"),
+                         (_IPV4_ANY, "IP address"), (_SHORT_HOST, "host name")):
+            for m in rx.finditer(text):
+                if not self._grounded(m.group(0)):
+                    self.add(f"{what} {m.group(0)} does not appear in the data sent")
+
+    def check_prose_causes(self) -> None:
+        """Cause ids of causes the engine did not find, and claims of another cause."""
+        for m in _CAUSE_ID.finditer(self.rest):
+            cid = m.group(0)
+            if m.group(1) not in self.g.branches or cid in self.finding_ids:
+                continue
+            if cid in self.g.known_causes and cid not in self.sent_text:
+                self.add(f"the answer names {cid} ({self.g.known_causes[cid]}), a cause the "
+                         "engine did not find")
+        for m in _CAUSE_CLAIM.finditer(self.rest):
+            if not self._grounded(m.group(0)):
+                self.add(f"the answer claims a cause of its own ({m.group(0)!r})")
 
     def check_numbers(self, inlines: list[Token], allowed: set[str], where: str) -> None:
         for tok in inlines:
@@ -294,6 +378,26 @@ def sentences(text: str, lang: str) -> list[str]:
     rx = _ZH_SENTENCE_END if lang == "zh" else _EN_SENTENCE_END
     parts = rx.split(text.strip())
     return [p.strip() for p in parts if re.search(r"\w", p)]
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+_CODE = re.compile(r"(`+)(?:(?!\1).)*?\1|^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\2[ \t]*$|\Z)",
+                   re.S | re.M)
+
+
+def _without_code(text: str) -> str:
+    """``text`` without code spans and fences (whose content is judged as commands)."""
+    return _CODE.sub(" ", text)
 
 
 def _short(text: str, n: int = 60) -> str:

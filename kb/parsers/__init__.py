@@ -4,6 +4,8 @@
 first (a Facts JSON, a benchmark banner, the memory summary title, dmon's ``#`` header), then
 table/CSV formats, then the general log scanners (``training_log`` before ``torch_compile``
 because the training-log scanner also reads Dynamo lines, so a mixed log loses nothing).
+``incident`` (kb.readers) is last and never detected: the loader falls back to it for any other
+text (a pasted mix of traceback, commands, env lines and tool output).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kb.parsers import (
     vllm_metrics,
 )
 from kb.parsers.base import HEAD_BYTES, MAX_SAMPLES, ParseResult
+from kb.readers import incident  # the fallback for any other text; its sniff never claims one
 
 PARSERS: tuple[ModuleType, ...] = (
     facts_json,
@@ -37,6 +40,7 @@ PARSERS: tuple[ModuleType, ...] = (
     ps,
     training_log,
     torch_compile,
+    incident,
 )
 FORMATS: tuple[str, ...] = tuple(p.NAME for p in PARSERS)
 _BY_NAME: dict[str, ModuleType] = {p.NAME: p for p in PARSERS}

@@ -10,7 +10,7 @@ A module may also expose ``parse_stream(stream: BinaryIO, source: str) -> ParseR
 has a faster path over raw bytes (training logs can be larger than 1 GB).
 
 ``ParseResult.facts`` is a PARTIAL Facts document: nested dicts and lists in exactly the JSON
-shape ``engine.facts.Facts.model_validate`` accepts. Parsers never raise on bad input: they
+shape ``kb.facts.Facts.model_validate`` accepts. Parsers never raise on bad input: they
 skip what they do not understand and say so in ``notes``.
 """
 
@@ -26,6 +26,11 @@ from typing import Any
 MAX_SAMPLES = 10_000
 #: Bytes of an input used for format detection.
 HEAD_BYTES = 64 * 1024
+#: A number as tools print it is short; a longer "number" is junk (and Python refuses to
+#: convert integers of 4,300+ digits), so it is read as no value instead of costing time.
+MAX_NUMBER_CHARS = 40
+#: larger than any reading a tool prints for a GPU job (bytes, counts, microseconds)
+MAX_ABS_VALUE = 1e18
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -50,10 +55,12 @@ def strip_ansi(text: str) -> str:
 def to_float(text: str) -> float | None:
     """Parse a number the way tools print it; ``None`` for N/A, ``[...]``, ``-`` or junk.
 
-    Accepts a comma as the decimal separator (locale output of sysstat).
+    Accepts a comma as the decimal separator (locale output of sysstat). NaN, ±Inf, values
+    that overflow (``1e400``), absurd magnitudes and over-long digit strings are ``None``:
+    callers do ``int()`` and arithmetic on the result, which such values would break.
     """
     t = text.strip()
-    if not t or t.startswith("[") or t in {"-", "N/A", "n/a", "NA"}:
+    if not t or len(t) > MAX_NUMBER_CHARS or t.startswith("[") or t in {"-", "N/A", "n/a", "NA"}:
         return None
     if "," in t and "." not in t:
         t = t.replace(",", ".")
@@ -61,12 +68,26 @@ def to_float(text: str) -> float | None:
         value = float(t)
     except ValueError:
         return None
+    if not math.isfinite(value) or abs(value) > MAX_ABS_VALUE:
+        return None
     return value
 
 
+def to_int(text: str) -> int | None:
+    """An integer as tools print it, ``None`` for junk or over-long digit strings."""
+    t = text.strip()
+    if not t or len(t) > MAX_NUMBER_CHARS:
+        return None
+    try:
+        value = int(t)
+    except ValueError:
+        return None
+    return value if abs(value) <= MAX_ABS_VALUE else None
+
+
 def finite(value: float | None) -> float | None:
-    """The value if it is a finite float, else None."""
-    if value is None or math.isnan(value) or math.isinf(value):
+    """The value if it is a finite float of a sensible size, else None."""
+    if value is None or math.isnan(value) or math.isinf(value) or abs(value) > MAX_ABS_VALUE:
         return None
     return value
 

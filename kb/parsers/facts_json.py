@@ -4,25 +4,28 @@ output of ``kb collect``. Detected when it is a JSON object whose keys are Facts
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 
-from engine.errors import InputError
-from engine.facts import Facts
+from kb.engine.errors import InputError
+from kb.facts import facts_model
 from kb.parsers.base import ParseResult
 
 NAME = "facts_json"
-FACT_KEYS: frozenset[str] = frozenset(Facts.model_fields)
-#: a Facts document is small; refuse to buffer more than this
-MAX_BYTES = 64 * 1024 * 1024
+#: a Facts document is small; refuse to buffer more than this (the same cap as ``--facts``)
+MAX_BYTES = 16 * 1024 * 1024
 _FIRST_KEY = re.compile(r'^\s*\{\s*"([^"\\]+)"\s*:')
+
+
+def fact_keys() -> frozenset[str]:
+    """The top-level keys of a facts document (from the knowledge's fact schema)."""
+    return frozenset(facts_model().model_fields)
 
 
 def sniff(head: str) -> bool:
     """A JSON object whose first key is a Facts key."""
     m = _FIRST_KEY.match(head.lstrip("\ufeff"))
-    return bool(m and m.group(1) in FACT_KEYS)
+    return bool(m and m.group(1) in fact_keys())
 
 
 def parse(lines: Iterable[str], source: str) -> ParseResult:
@@ -38,17 +41,15 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
             raise InputError(source, f"facts JSON is too large (over {MAX_BYTES} bytes)", "Give a Facts document of a few KiB")
         parts.append(line)
     text = "".join(parts).lstrip("\ufeff")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{source}:{exc.lineno}", f"invalid JSON ({exc.msg})", "Give a JSON object with Facts keys"
-        ) from None
+    from kb.facts_io import check_numbers, loads_json
+
+    # the same reader as --facts: depth, duplicate keys and NaN/huge numbers name their field
+    data = check_numbers(loads_json(text, source), source)
     if not isinstance(data, dict):
         raise InputError(source, f"facts JSON must be an object ({type(data).__name__})", "Give a JSON object")
-    unknown = sorted(set(data) - FACT_KEYS)
+    unknown = sorted(set(data) - fact_keys())
     if unknown:
         raise InputError(
-            source, f"unknown Facts key(s) ({', '.join(unknown)})", f"Allowed: {', '.join(sorted(FACT_KEYS))}"
+            source, f"unknown Facts key(s) ({', '.join(unknown)})", f"Allowed: {', '.join(sorted(fact_keys()))}"
         )
     return ParseResult(format=NAME, source=source, facts=data)

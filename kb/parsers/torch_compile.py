@@ -120,6 +120,8 @@ class CompileScanner:
         self.in_old_explain = False
         self.recompiles = 0
         self.recompile_reasons: Counter[str] = Counter()
+        #: frame id -> (highest compile attempt seen in a "[frame/attempt]" id, its last reason)
+        self.attempts: dict[str, list[Any]] = {}
         self.pending_recompile = False
         self.cache_limit_hit = False
         self.fullgraph = False
@@ -164,8 +166,12 @@ class CompileScanner:
         if self.pending_recompile:
             m = _GUARD.match(line)
             if m:
-                self.recompile_reasons[categorize_guard(m.group(1))] += 1
+                kind = categorize_guard(m.group(1))
+                self.recompile_reasons[kind] += 1
                 self.pending_recompile = False
+                frame = getattr(self, "_last_frame", None)
+                if frame in self.attempts:
+                    self.attempts[frame][1] = kind
                 return
             if "triggered by the following guard failure" in line:
                 return
@@ -217,10 +223,21 @@ class CompileScanner:
             self.seen = True
             self.recompiles += 1
             g = _TUPLE_GUARD.search(line)
+            kind = None
             if g:
-                self.recompile_reasons[categorize_guard(g.group(1))] += 1
+                kind = categorize_guard(g.group(1))
+                self.recompile_reasons[kind] += 1
             else:
                 self.pending_recompile = True
+            if cid and "/" in cid:
+                # dynamo numbers a frame's compiles "[frame/attempt]": "[5/3]" is the third
+                # recompile of frame 5 even when the log kept only this one message
+                frame, attempt = cid.split("/", 1)
+                n = int(attempt.split("_", 1)[0])
+                cur = self.attempts.setdefault(frame, [0, kind, 0])
+                cur[0] = max(cur[0], n)
+                cur[2] += 1  # recompiles of this frame the log printed
+                self._last_frame = frame
             return
         if _FULLGRAPH_LIMIT.search(line):
             self.seen = self.cache_limit_hit = self.fullgraph = True
@@ -270,6 +287,12 @@ class CompileScanner:
         comp["graph_breaks"] = total
         if self.breaks:
             comp["graph_break_reasons"] = {k: self.breaks[k] for k in GRAPH_BREAK_CATEGORIES if self.breaks[k]}
+        # recompiles the log numbered but did not print: counted, with the frame's last reason
+        for attempt, kind, printed in self.attempts.values():
+            unseen = attempt - printed  # "[f/n]" means n recompiles of frame f happened
+            if unseen > 0:
+                self.recompiles += unseen
+                self.recompile_reasons[kind or "other"] += unseen
         comp["recompiles"] = self.recompiles
         if self.recompile_reasons:
             comp["recompile_reasons"] = {

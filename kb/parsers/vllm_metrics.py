@@ -111,11 +111,19 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
         name = m.group("name")
         if name.endswith("_created") or not name.startswith(("vllm:", "sglang:")):
             continue
-        value = float(m.group("value").replace("Inf", "inf"))
+        try:  # Prometheus numbers: a float, +Inf/-Inf or NaN; anything else is a bad line
+            value = float(m.group("value").replace("Inf", "inf"))
+        except ValueError:
+            bad += 1
+            continue
         if name.endswith("_bucket"):
             le = _LE.search(m.group("labels") or "")
             if le:
-                bound = float(le.group(1).replace("Inf", "inf"))
+                try:
+                    bound = float(le.group(1).replace("Inf", "inf"))
+                except ValueError:  # a damaged bucket label: skip the bucket, keep the rest
+                    bad += 1
+                    continue
                 hist[name[: -len("_bucket")]][bound] += value
             continue
         values[name].append(value)

@@ -5,14 +5,21 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from engine.conditions import base_path, describe, fmt_value, resolve_value
-from engine.diagnosis import CauseResult, ConditionResult, Diagnosis
-from engine.facts import Facts
-from engine.knowledge import Condition, Knowledge
+from kb.engine.conditions import base_path, evaluate_clause, resolve_value
+from kb.words import describe, fmt_value
+from kb.engine.diagnosis import CauseResult, ConditionResult, Diagnosis
+from typing import TYPE_CHECKING
+
+from kb.facts import facts_model
+
+if TYPE_CHECKING:  # the model is built from the knowledge on first use, not at import
+    from pydantic import BaseModel as Facts
+from kb.engine.knowledge import Condition, Knowledge
 from kb.report.model import (
     Evidence, Finding, FixOut, Hypothesis, NextCheck, Ref, Report, RuledOut, VerifyOut,
 )
-from engine.facts import fact_units
+from kb.facts import fact_units
+from kb.report.wording import fact_name
 
 MAX_ROWS_EVIDENCE = 6
 
@@ -81,11 +88,24 @@ class ReportBuilder:
     def expect_text(self, cond: Condition) -> str:
         return describe(cond, self.kn, self.lang, self.units, self.overrides)
 
+    def applied(self, fix: Any) -> bool:
+        """The facts show this fix already in place (every ``applied_if`` clause holds)."""
+        if not fix.applied_if:
+            return False
+        return all(evaluate_clause(cl, self._flat, self.kn, self.overrides) is True
+                   for cl in fix.applied_if)
+
     def finding(self, r: CauseResult) -> Finding:
         c = self.kn.causes[r.cause_id]
         ev = self.evidence_list(r.conditions) + self.evidence_list(r.supporting)
+        seen: set[tuple[str, str]] = set()
+        ev = [e for e in ev if (e.fact, e.condition) not in seen
+              and not seen.add((e.fact, e.condition))]  # a supporting fact on the path: once
+        # a fix the facts show already in place is not proposed again (unless it is the only
+        # one: then the finding still says what the fix is)
+        todo = [f for f in c.fixes if not self.applied(f)] or list(c.fixes)
         fixes = [FixOut(text=f.text.get(self.lang), command=f.command,
-                        references=[self.ref(x) for x in f.refs]) for f in c.fixes]
+                        references=[self.ref(x) for x in f.refs]) for f in todo]
         verify = [VerifyOut(text=v.text.get(self.lang), command=v.command,
                             expect=self.expect_text(v.expect), fact=v.expect.fact, op=v.expect.op,
                             value=resolve_value(v.expect, self.kn, self.overrides))
@@ -93,7 +113,7 @@ class ReportBuilder:
         return Finding(cause_id=c.id, branch=c.branch, title=c.title.get(self.lang),
                        symptom=c.symptom.get(self.lang), why=c.why.get(self.lang),
                        confidence=r.confidence, severity=c.severity, evidence=ev, rules=r.rules,
-                       fixes=fixes, verify=verify, references=[self.ref(x) for x in c.references])
+                       path=list(r.path), leads_to=list(r.leads_to), fixes=fixes, verify=verify, references=[self.ref(x) for x in c.references])
 
     def _because(self, r: CauseResult) -> list[Evidence]:
         """Why a cause is excluded: the failed conditions, or for a decision that went the
@@ -107,8 +127,9 @@ class ReportBuilder:
 
     def build(self, d: Diagnosis, facts: Facts, *, warnings: list[str],
               inputs: dict[str, str], kb_version: str, conflicts: bool = False) -> Report:
+        self._flat = d.facts
         findings = [self.finding(r) for r in d.confirmed]
-        hyps = [Hypothesis(cause_id=r.cause_id, branch=r.branch,
+        hyps = [Hypothesis(cause_id=r.cause_id, path=list(r.path), branch=r.branch,
                            title=self.kn.causes[r.cause_id].title.get(self.lang),
                            confidence=r.confidence,
                            holding=self.evidence_list(r.conditions),
@@ -151,13 +172,22 @@ class ReportBuilder:
             f = findings[0]
             shown: dict[str, str] = {}
             for e in f.evidence:
-                if not e.fact.startswith("decision.") and e.fact not in shown and len(shown) < 2:
-                    shown[e.fact] = f"{e.fact} = {fmt_value(_from_json(e.value), e.unit)}"
+                # measured numbers only: text from the user's artifacts (stack frames, log
+                # lines) stays in the evidence column, never in the sentences
+                value = _from_json(e.value)
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue
+                if e.fact not in shown and len(shown) < 2:
+                    shown[e.fact] = (f"{fact_name(self.kn, e.fact, self.lang)} = "
+                                     f"{fmt_value(_from_json(e.value), e.unit)}")
             ev = sep.join(shown.values())
             if not ev:
                 ev = sep.join(e.condition for e in f.evidence[:2])
             more = len(findings) - 1
-            values.update(cause=f.title, evidence=ev, fix=f"`{f.fixes[0].command}`",
+            fix0 = f.fixes[0]
+            # a multi-line command cannot sit in a sentence: name the fix, the table shows it
+            fix = f"`{fix0.command}`" if "\n" not in fix0.command.strip() else fix0.text
+            values.update(cause=f.title, evidence=ev, fix=fix,
                           verify=f"`{f.verify[0].command}` ({f.verify[0].expect})",
                           others=self.t("others").format(n=more) if more else "")
         elif hyps:
@@ -168,7 +198,35 @@ class ReportBuilder:
         elif d.branches and status == "inconclusive":
             why = "contradict"
         values["why"] = self.t("inconclusive_why", why)
+        if status == "healthy":
+            values["checked"] = sep.join(checks_passed(self.kn, facts, d, ruled, self.lang,
+                                                       self.overrides)) or self.t("labels", "none")
         return [s.format(**values) for s in tmpl]
+
+
+def checks_passed(kn: Knowledge, facts: Facts, d: Diagnosis, ruled: list[RuledOut], lang: str,
+                  overrides: dict[str, float]) -> list[str]:
+    """What a healthy verdict rests on: each branch whose entry measurements were taken and
+    did not hold (with the values seen), and each branch in play whose causes were all ruled
+    out."""
+    from kb.engine.conditions import evaluate, flatten
+
+    flat = flatten(facts.model_dump(mode="python", exclude={"symptom", "symptom_text"}))
+    units = fact_units()
+    out: list[str] = []
+    for b in kn.branches.values():
+        n_ruled = sum(1 for r in ruled if r.branch == b.id)
+        if b.id in d.branches:
+            if n_ruled:
+                ruled_n = str(kn.report_text["render"]["ruled_n"][lang]).format(n=n_ruled)
+                out.append(f"{b.title.get(lang)} ({ruled_n})")
+            continue
+        seen = [c for c in b.entry if c.fact in flat and evaluate(c, flat, kn, overrides) is False]
+        if seen:
+            vals = [f"{fact_name(kn, c.fact, lang)} = {fmt_value(flat[c.fact], units.get(base_path(c.fact), ''))}"
+                    for c in seen[:2]]
+            out.append(f"{b.title.get(lang)} ({', '.join(vals)})")
+    return out
 
 
 def _from_json(v: Any) -> Any:

@@ -56,6 +56,10 @@ class Finding(_Out):
     severity: Literal["fix_now", "tune", "investigate", "watch"]
     evidence: list[Evidence]
     rules: list[str]
+    #: node ids from the branch's root to the cause: a path of ``kb export json``
+    path: list[str] = Field(default_factory=list)
+    #: other findings this cause sets off (they come after it: causal order)
+    leads_to: list[str] = Field(default_factory=list)
     fixes: list[FixOut]
     verify: list[VerifyOut]
     references: list[Ref]
@@ -65,6 +69,8 @@ class Hypothesis(_Out):
     """A possible cause: nothing excludes it, some facts are missing."""
 
     cause_id: str
+    #: node ids from the branch's root to the cause, the fewest unknown steps first
+    path: list[str] = Field(default_factory=list)
     branch: str
     title: str
     confidence: float = Field(ge=0, le=1)
@@ -103,6 +109,8 @@ class LlmInfo(_Out):
     fallback_reason: str | None = None
     violations: list[str] = Field(default_factory=list)
     cached: bool = False
+    #: with a dry run: the request that would have been sent (the library prints nothing)
+    request_text: str | None = None
 
 
 class Report(_Out):

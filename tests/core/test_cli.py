@@ -14,7 +14,8 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "facts" / "gpu_util.dataloader_bound.json"
 GOOD = {"symptom": "gpu_util", "gpu": {"utilization_samples": [12, 18, 9, 15, 22, 11]},
-        "disk": {"util_percent_samples": [97, 99, 100]}}
+        "disk": {"util_percent_samples": [97, 99, 100]},
+        "cpu": {"iowait_percent_samples": [35, 41, 38]}}
 
 
 def kb(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-from engine.errors import KnowledgeError
-from engine.graph import build, validate
-from engine.knowledge import load
+from kb.engine.errors import KnowledgeError
+from kb.engine.graph import build, validate
+from kb.engine.knowledge import load
 
 ROOT = Path(__file__).resolve().parents[2]
 CANONICAL = re.findall(r"^\| `([a-z_]+\.[a-z0-9_]+)` \|",
@@ -91,7 +93,9 @@ def test_cache_is_used_and_invalidated(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
     g = _copy(tmp_path)
     a = load(g)
-    assert list((tmp_path / "cache").glob("knowledge-*.pickle"))
+    cached = list((tmp_path / "cache").glob("knowledge-*.json"))
+    assert len(cached) == 1
+    json.loads(cached[0].read_text())  # data, not pickle
     b = load(g)
     assert a.digest == b.digest
     p = g / "gpu_util" / "cpu_bound.yaml"

@@ -1,90 +1,89 @@
-"""`kb export dot`: structure (pydot's parser when installed, else a strict regex check)."""
+"""`kb export dot`: written by pydot from the executable decision graph, read back by pydot's
+parser (Graphviz's grammar) and by networkx."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
+import pydot
 import pytest
 
+from kb.engine.steps import decision_graph
 from kb.exports import dot
-from kb.exports.text import COLOURS, branch_order
+from kb.exports.text import COLOURS, Drawing, DNode, DEdge, branch_order
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_agents_md import kb  # noqa: E402
 
-ID = r"[A-Za-z_][A-Za-z0-9_]*"
-QSTR = r'"(?:[^"\\]|\\.)*"'
-NODE = re.compile(rf"^  ({ID}) \[label=({QSTR})(.*)\];$")
-EDGE = re.compile(rf"^  ({ID}) -> ({ID})(?: \[label=({QSTR})\])?;$")
 PAIRS = set(COLOURS.values())
 
 
-def check(src: str) -> list[dict]:
-    """Every digraph in ``src``: nodes declared once, edges between declared nodes, colours in
-    the scheme, strings properly quoted."""
-    graphs: list[dict] = []
-    cur: dict | None = None
-    for line in src.splitlines():
-        if not line.strip():
-            continue
-        if cur is None:
-            assert re.fullmatch(rf"digraph {QSTR} \{{", line), line
-            cur = {"nodes": {}, "edges": []}
-            continue
-        if line == "}":
-            for s, d in cur["edges"]:
-                assert s in cur["nodes"] and d in cur["nodes"], f"{s} -> {d} undeclared"
-            graphs.append(cur)
-            cur = None
-            continue
-        if line.startswith(("  graph [", "  node [", "  edge [")):
-            assert line.endswith("];")
-            continue
-        if m := NODE.match(line):
-            nid, _label, rest = m.groups()
-            assert nid not in cur["nodes"]
-            fill = re.search(r'fillcolor="(#[0-9A-F]{6})", color="(#[0-9A-F]{6})"', rest)
-            if fill:
-                assert fill.groups() in PAIRS, line
-            cur["nodes"][nid] = (rest, fill.groups() if fill else None)
-        elif m := EDGE.match(line):
-            cur["edges"].append((m.group(1), m.group(2)))
-        else:
-            raise AssertionError(f"not a DOT statement we write: {line!r}")
-    assert cur is None, "unterminated digraph"
+def _unquote(v: str | None) -> str:
+    return (v or "").strip('"')
+
+
+def parse(src: str) -> list[pydot.Dot]:
+    graphs = pydot.graph_from_dot_data(src)
+    assert graphs, "pydot could not parse the export"
     return graphs
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_graph_is_valid_dot(kn, lang):
-    graphs = check(dot.export(kn, lang))
-    assert len(graphs) == 1 + len(kn.branches)
+def test_every_graph_is_valid_dot(kn) -> None:
+    for lang in ("en", "zh"):
+        graphs = parse(dot.export(kn, lang))
+        assert len(graphs) == 1 + len(kn.branches)
     for bid in branch_order(kn):
-        (g,) = check(dot.export(kn, lang, bid))
+        (g,) = parse(dot.export(kn, "en", bid))
+        nodes = {n.get_name(): n for n in g.get_nodes() if n.get_name() not in ("node", "edge")}
+        for e in g.get_edges():
+            assert e.get_source() in nodes and e.get_destination() in nodes
         questions = [n for n in kn.branches[bid].nodes if n.kind == "question"]
-        diamonds = [v for v in g["nodes"].values() if "shape=diamond" in v[0]]
+        diamonds = [n for n in nodes.values() if _unquote(n.get("shape")) == "diamond"]
         assert len(diamonds) == len(questions)
-        assert all(v[1] == COLOURS["question"] for v in diamonds)
+        for n in nodes.values():
+            if n.get("fillcolor"):
+                assert (_unquote(n.get("fillcolor")), _unquote(n.get("color"))) in PAIRS
 
 
-def test_quotes_are_escaped():
-    assert dot.quote('a "b" \\ c') == '"a \\"b\\" \\\\ c"'
+def test_drawn_edges_are_the_steps_that_run(kn) -> None:
+    """Every step of the executable graph is an edge of its branch's drawing, and nothing
+    else is, except the cause -> fix edges."""
+    g = decision_graph(kn)
+    for bid in branch_order(kn):
+        (d,) = parse(dot.export(kn, "en", bid, fixes=False))
+        drawn = sorted((e.get_source(), e.get_destination()) for e in d.get_edges())
+        steps = sorted((u.replace(".", "_"), v.replace(".", "_")) for u, v, k in g.edges(keys=True)
+                       if g.nodes[u]["branch"] == bid)
+        assert drawn == steps
 
 
-def test_pydot_reads_every_graph(kn, tmp_path):
-    pytest.importorskip("pydot")
+def test_quotes_and_backslashes_survive() -> None:
+    d = Drawing("t", 'a "title"', [DNode("a", ['say "hi" \\ now', "line 2"], "question"),
+                                   DNode("b", ["b"], "start")], [DEdge("a", "b", ['x "y"'])])
+    (g,) = parse(dot.render(d))
+    label = g.get_node("a")[0].get("label")
+    assert '\\"hi\\"' in label and "\\n" in label
+
+
+def test_networkx_reads_every_graph(kn, tmp_path) -> None:
     import networkx as nx
 
     for bid in ["overview", *branch_order(kn)]:
         p = tmp_path / f"{bid}.dot"
         p.write_text(dot.export(kn, "en", bid), encoding="utf-8")
-        g = nx.nx_pydot.read_dot(p)
-        assert g.number_of_nodes() > 1
+        assert nx.nx_pydot.read_dot(p).number_of_nodes() > 1
 
 
-def test_cli_dot(kn):
+def test_cli_dot(kn) -> None:
     r = kb("export", "dot", "--lang", "zh")
     assert r.returncode == 0, r.stderr
     assert r.stdout == dot.export(kn, "zh")
+
+
+@pytest.mark.parametrize("branch", ["oom"])
+def test_one_branch_from_the_cli(kn, branch) -> None:
+    r = kb("export", "dot", "--branch", branch)
+    assert r.returncode == 0, r.stderr
+    (g,) = parse(r.stdout)
+    assert g.get_name() == branch

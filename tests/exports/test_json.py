@@ -8,7 +8,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from engine.graph import build
+from kb.engine.graph import build
 from kb.exports import graph_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

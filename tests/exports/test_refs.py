@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError
+from kb.engine.errors import InputError
 from kb.exports import refs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

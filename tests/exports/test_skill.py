@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.errors import KbError
+from kb.engine.errors import KbError
 from kb.exports import skill
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -90,7 +90,7 @@ def test_cache_hit_makes_no_call(report_en, kn, tmp_path):
     good = good_answer(report_en, kn)
     first = phrase(report_en, kn, opts(FakeCompletion(good), cache_dir=tmp_path))
     assert first.llm.verified and not first.llm.cached
-    assert len(list(tmp_path.glob("*.md"))) == 1
+    assert len(list(tmp_path.glob("*.json"))) == 1
     never = FakeCompletion()  # any call would pop from an empty list
     second = phrase(report_en, kn, opts(never, cache_dir=tmp_path))
     assert never.calls == []
@@ -128,7 +128,8 @@ def test_injected_log_line_never_reaches_the_output(report_hot, kn):
 def test_dry_run_prints_the_request_and_sends_nothing(report_hot, kn, capsys):
     fake = FakeCompletion()
     out = phrase(report_hot, kn, opts(fake, dry_run=True, redact_hosts=True))
-    printed = capsys.readouterr().out
+    assert capsys.readouterr().out == ""  # the library prints nothing; the CLI shows it
+    printed = out.llm.request_text
     body = json.loads(printed)
     assert fake.calls == [] and out.markdown is None and not out.llm.used
     assert body["model"] == "fake/model" and body["messages"] == build_request(

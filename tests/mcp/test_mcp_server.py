@@ -19,7 +19,8 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = {"symptom": "gpu_util", "gpu": {"utilization_samples": [12, 18, 9, 15, 22, 11]},
-         "disk": {"util_percent_samples": [97, 99, 100]}}
+         "disk": {"util_percent_samples": [97, 99, 100]},
+        "cpu": {"iowait_percent_samples": [35, 41, 38]}}
 OOM_LOG = (
     "Traceback (most recent call last):\n"
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
@@ -83,7 +84,9 @@ def test_every_tool_good_and_bad_input(tmp_path: Path) -> None:
         out["refs"] = await s.call_tool("search_references", {"query": "dataloader"})
         out["refs_bad"] = await s.call_tool("search_references", {"group": "nope"})
         out["parse"] = await s.call_tool("parse_artifact", {"text": OOM_LOG, "name": "train.log"})
-        out["parse_bad"] = await s.call_tool("parse_artifact", {"text": "hello world\n", "name": "x.txt"})
+        # readable text is never refused (issue 13): it says it found no fact; binary is refused
+        out["parse_plain"] = await s.call_tool("parse_artifact", {"text": "hello world\n", "name": "x.txt"})
+        out["parse_bad"] = await s.call_tool("parse_artifact", {"text": "a\x00b" * 10, "name": "x.bin"})
         out["resources"] = await s.list_resource_templates()
         out["prompts"] = await s.list_prompts()
         return out
@@ -107,5 +110,7 @@ def test_every_tool_good_and_bad_input(tmp_path: Path) -> None:
     parsed = payload(out["parse"])
     assert parsed["facts"]["oom"]["occurred"] is True
     assert out["parse_bad"].isError
+    plain = json.loads(out["parse_plain"].content[0].text)
+    assert not out["parse_plain"].isError and plain["facts"] == {} and plain["notes"]
     assert any("sop" in t.uriTemplate for t in out["resources"].resourceTemplates)
     assert any(p.name == "triage" for p in out["prompts"].prompts)

@@ -8,8 +8,8 @@ import io
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import InputError
-from engine.facts import Facts
+from kb.engine.errors import InputError
+from kb.facts import Facts
 from kb.inputs import load_inputs
 from kb.parsers import PARSERS, detect_format, training_log
 from tests.parsers._fixtures import FIXTURES

@@ -23,8 +23,10 @@ CASES = [
     ('compile_gb_structured.log', 'torch_compile', {'compile': {'graph_breaks': 1, 'graph_break_reasons': {'unsupported': 1}, 'recompiles': 0}}),
     ('compile_recompile_limit_fullgraph.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 0, 'cache_limit_hit': True, 'fullgraph': True}}),
     ('compile_recompiles_2023.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 1, 'recompile_reasons': {'other': 1}}}),
-    ('compile_recompiles_2025.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 1, 'recompile_reasons': {'shape': 1}}}),
-    ('compile_recompiles_windows.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 1, 'recompile_reasons': {'shape': 1}}}),
+    # "[5/3]": dynamo's compile id (frame 5, its 4th compile) = 3 recompiles, and the message
+    # lists the guard failures of the three earlier entries 5/0..5/2 (torch/_dynamo/guards.py)
+    ('compile_recompiles_2025.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 3, 'recompile_reasons': {'shape': 3}}}),
+    ('compile_recompiles_windows.log', 'torch_compile', {'compile': {'graph_breaks': 0, 'recompiles': 2, 'recompile_reasons': {'shape': 2}}}),
 ]
 
 

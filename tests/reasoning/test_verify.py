@@ -12,9 +12,11 @@ from kb.verify import render, verify
 from tests.conftest import ROOT
 
 BEFORE = {"symptom": "gpu_util", "gpu": {"utilization_samples": [12, 18, 9]},
-          "disk": {"util_percent_samples": [97, 99, 100]}}
+          "disk": {"util_percent_samples": [97, 99, 100]},
+        "cpu": {"iowait_percent_samples": [35, 41, 38]}}
 FIXED = {"gpu": {"utilization_samples": [93, 95, 94]}, "disk": {"util_percent_samples": [40, 50]}}
-UNFIXED = {"gpu": {"utilization_samples": [30, 35]}, "disk": {"util_percent_samples": [90, 95]}}
+UNFIXED = {"gpu": {"utilization_samples": [30, 35]}, "disk": {"util_percent_samples": [90, 95]},
+           "cpu": {"iowait_percent_samples": [33, 36]}}
 PARTIAL = {"gpu": {"utilization_samples": [93, 95, 94]}}
 
 
@@ -90,7 +92,8 @@ def test_cli_raw_inputs(tmp_path: Path) -> None:
     after = tmp_path / "smi_after.csv"
     after.write_text("index, utilization.gpu [%], memory.used [MiB]\n0, 95 %, 100 MiB\n1, 97 %, 100 MiB\n")
     facts = tmp_path / "b.json"
-    facts.write_text(json.dumps({"symptom": "gpu_util", "disk": {"util_percent_samples": [99]}}))
+    facts.write_text(json.dumps({"symptom": "gpu_util", "disk": {"util_percent_samples": [99]},
+                                 "cpu": {"iowait_percent_samples": [38]}}))
     res = _kb("verify", "--before", str(facts), "--before-input", str(before),
               "--after-input", str(after), "--format", "json")
     assert res.returncode == 3, res.stderr  # the disk was not measured after the fix

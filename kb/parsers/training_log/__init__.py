@@ -1,0 +1,140 @@
+"""Training / serving logs: CUDA OOM messages (every PyTorch era), c10d/NCCL watchdog and gloo
+timeouts, ``NCCL_DEBUG`` lines, loss / grad-norm / learning-rate values (HF Trainer, Lightning,
+DeepSpeed, Megatron, plain prints), loss-scaler overflows (apex, DeepSpeed, fairseq, Megatron),
+anomaly-mode messages, plus the torch.compile and vLLM stats lines that end up in the same logs.
+
+Which lines are looked at is defined by :data:`TRIGGERS` (:mod:`.triggers`). Two readers give the
+same facts (tests hold them equal on every fixture and on generated logs):
+
+* :func:`parse`, the reference: line by line, every candidate line fed to ``LogScanner.feed``;
+* :func:`parse_stream` / :func:`parse_path`, the block reader (:mod:`.blockscan`): candidate
+  lines found with C-speed searches, metric lines of the common trainer formats taken a block at
+  a time (:mod:`.formats`). ``.gz`` files are decompressed as a stream. Inputs over 8 MB are
+  read by the columnar engine (:mod:`.columnar`, polars, ``pip install kb[fast]``) when polars is
+  installed: whole 8 MiB regions as columns of lines, no Python code per line.
+
+Metric values are kept as bounded series (:mod:`.series`): the facts lists hold every value up to
+``MAX_SAMPLES``, else a selection that keeps the start, the end, the extremes and the samples
+around the first non-finite value; ``ParseResult.meta["series"]`` has the exact figures.
+
+Not seen by design (no trigger): lines whose only signal is lower-case ``nccl``/``gloo``,
+an all-caps ``LOSS``, a grad norm on a line without ``loss``, and Dynamo lines without
+``Graph``/``Recompiling``/``Unsupported``/``Explanation:`` (the ``torch_compile`` parser reads
+compile logs fully, but categorises graph breaks from the same lines, so both agree).
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+from collections import deque
+from collections.abc import Iterable
+from typing import BinaryIO
+
+from kb.parsers.base import ParseResult
+from kb.parsers.training_log import columnar
+from kb.parsers.training_log.blockscan import BLOCK_SIZE, LOOKBACK, BlockScan
+from kb.parsers.training_log.progress import progress_bar
+from kb.parsers.training_log.scanner import NAME, LogScanner
+from kb.parsers.training_log.triggers import TRIGGERS, is_candidate
+
+__all__ = [
+    "BLOCK_SIZE", "NAME", "TRIGGERS", "LogScanner", "is_candidate", "parse", "parse_path", "parse_stream", "sniff",
+]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def sniff(head: str) -> bool:
+    """Any training-log signal this parser knows in the head of the text."""
+    low = head.lower()
+    return any(k in low for k in (
+        "out of memory", "nccl", "watchdog", "'loss':", "grad_norm", "lm loss", "loss scale",
+        "overflow", "error detected in", "processgroup", "iteration", "avg prompt throughput",
+        "loss:", "loss=", "gloo", "traceback (most recent call last)",
+    ))
+
+
+def parse(lines: Iterable[str], source: str) -> ParseResult:
+    """Scan a log given as lines: the reference definition (every candidate line is fed)."""
+    scanner = LogScanner(source)
+    it = iter(lines)
+    prev: deque[str] = deque(maxlen=LOOKBACK)
+    line = next(it, None)
+    while line is not None:
+        nxt = next(it, None)
+        if is_candidate(line):
+            scanner.before = lambda p=tuple(prev): list(p)
+            scanner.after = lambda n=nxt: n or ""
+            scanner.feed(line)
+        prev.append(line)
+        line = nxt
+    return scanner.finish()
+
+
+def parse_stream(
+    stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE, *, total: int | None = None,
+    progress: bool | None = None, engine: str | None = None,
+) -> ParseResult:
+    """Scan a binary stream in blocks; same facts as :func:`parse` (see the module docstring).
+
+    ``total`` (bytes, found from the stream's file when not given) sizes the progress bar on
+    stderr; ``progress`` None shows it only for large inputs on a terminal (see :mod:`.progress`).
+    ``engine``: None picks the columnar engine (polars) for inputs over ``columnar.THRESHOLD``
+    bytes when polars is installed, "python" never uses it, "polars" uses it for every region
+    (tests). ``meta["engine"]`` says which one read at least one region.
+    """
+    scanner = LogScanner(source)
+    if total is None:
+        total = _size_of(stream)
+    if engine == "polars" or (engine is None and columnar.available() and (total is None or total > columnar.THRESHOLD)):
+        forced = engine == "polars"
+        known = total is not None  # a large file: the engine from the start; a pipe: once 8 MB went by
+        scan: BlockScan = columnar.ColumnarScan(scanner, threshold=0 if forced or known else columnar.THRESHOLD,
+                                                min_region=0 if forced else 64 * 1024)
+        if not forced:
+            block_size = max(block_size, columnar.BLOCK)
+    else:
+        scan = BlockScan(scanner)
+    with progress_bar(source, total, progress) as advance:
+        scan.progress = advance
+        scan.run(stream, block_size)
+    res = scanner.finish()
+    res.meta["engine"] = "polars" if getattr(scan, "used", False) else "python"
+    return res
+
+
+def parse_path(path: str, source: str | None = None, *, progress: bool | None = None,
+               engine: str | None = None) -> ParseResult:
+    """Scan a log file with the block reader; a gzip file (by its magic bytes) is streamed."""
+    with open(path, "rb") as fh:
+        if fh.read(2) == _GZIP_MAGIC:
+            with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                return parse_stream(gz, source or path, total=_gzip_size(fh), progress=progress,  # type: ignore[arg-type]
+                                    engine=engine)
+        fh.seek(0)
+        return parse_stream(fh, source or path, progress=progress, engine=engine)
+
+
+def _size_of(stream: BinaryIO) -> int | None:
+    """The size of the regular file behind a stream (or its ``size_hint``), else None (pipes)."""
+    hint = getattr(stream, "size_hint", None)
+    if isinstance(hint, int):
+        return hint
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if st.st_size > 0 else None
+
+
+def _gzip_size(fh: BinaryIO) -> int | None:
+    """The uncompressed size a gzip file records in its last 4 bytes (mod 4 GiB), for the bar."""
+    try:
+        fh.seek(-4, os.SEEK_END)
+        size = int.from_bytes(fh.read(4), "little")
+        fh.seek(0)
+    except OSError:
+        return None
+    return size or None

@@ -1,0 +1,172 @@
+"""Metric and loss-scaler lines read one at a time (the reference reader's definition).
+
+HF Trainer dicts (``{'loss': 2.5, 'grad_norm': 0.6, 'learning_rate': 2e-05}``), Megatron
+iteration lines (``iteration 5/ 100 | ... | lm loss: 2.5E+00 | ...``), plain prints (``step 5 loss
+2.5 grad_norm 0.6``, ``loss=2.5``), DeepSpeed (``steps: 5 loss: 2.5``) and the loss-scaler
+overflow messages of apex, DeepSpeed and fairseq. The block reader takes the common shapes of
+these lines in bulk (:mod:`.formats`) and must give the same facts as this module.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from kb.parsers.base import set_fact
+
+if TYPE_CHECKING:
+    from kb.parsers.training_log.scanner import LogScanner
+
+_NUM = r"([-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?))"
+_HF = re.compile(r"'(loss|grad_norm)': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
+_HF_LR = re.compile(r"'(?:learning_rate|lr)': " + _NUM)
+_HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
+_PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
+_PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
+#: the log's own step field; ``steps: N`` is DeepSpeed's pipeline engine
+_STEP = re.compile(r"(?<![\w])(?:steps?|iteration|iter|global_step)[\s:=]+(\d+)", re.I)
+_MEGATRON_ITER = re.compile(r"iteration\s+(\d+)\s*/")
+_APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to ([0-9.e+-]+)")
+_DS = re.compile(
+    r"OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: ([0-9.e+]+), (?:reducing to ([0-9.e+]+)|but hysteresis)"
+)
+_DS_COUNTER = re.compile(r"\bstep=(\d+), skipped=(\d+)")
+_FAIRSEQ = re.compile(r"overflow detected, (?:ignoring gradient, )?setting loss scale to: ([0-9.e+-]+)")
+_LOSS_SCALE_KV = re.compile(r"\bloss_scale=([0-9.e+-]+)")
+
+
+def num(text: str) -> float | None:
+    """A float, None when the text is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def numerics(sc: LogScanner, line: str, low: str) -> None:
+    """A line of the numerics family (``low`` is its lower-case form)."""
+    if "overflow" in low and _overflow(sc, line):
+        return
+    if "nan or inf found in input tensor" in low:
+        sc.nonfinite += 1
+        return
+    if "skipped=" in line:
+        m = _DS_COUNTER.search(line)
+        if m:
+            sc.ds_skipped = max(sc.ds_skipped, int(m.group(2)))
+    if " | " in line and "iteration" in low and ":" in line:
+        megatron(sc, line)
+        return
+    if "'loss'" in line or "'grad_norm'" in line:
+        _hf(sc, line)
+        return
+    _plain(sc, line)
+
+
+def _overflow(sc: LogScanner, line: str) -> bool:
+    """Loss-scaler overflow messages (each is one skipped step); True when the line was one."""
+    m = _APEX.search(line)
+    if m:
+        sc.skip()
+        sc.sample("numerics.loss_scale", num(m.group(1)))
+        return True
+    m = _DS.search(line)
+    if m:
+        sc.skip()
+        if m.group(2):
+            sc.sample("numerics.loss_scale", num(m.group(2)))
+        return True
+    m = _FAIRSEQ.search(line)
+    if m:
+        sc.skip()
+        sc.sample("numerics.loss_scale", num(m.group(1)))
+        return True
+    return False
+
+
+def _hf(sc: LogScanner, line: str) -> None:
+    if "step'" in line:
+        m = _HF_STEP.search(line)
+        if m:
+            sc.step = int(m.group(1))
+    found = False
+    for m in _HF.finditer(line):
+        v = num(m.group(2))
+        if v is None:
+            continue
+        if not found:
+            sc.metric_records += 1
+            found = True
+        if m.group(1).lower() == "loss":
+            sc.metric("numerics.loss", v, "loss")
+        else:
+            sc.metric("numerics.grad_norm", v, "grad")
+    if "'l" in line:
+        sc.lr([m.group(1) for m in _HF_LR.finditer(line)])
+    if found:
+        sc.run = 0
+
+
+def _plain(sc: LogScanner, line: str) -> None:
+    m = _STEP.search(line)
+    if m:
+        sc.step = int(m.group(1))
+    got = False
+    m = _PLAIN_LOSS.search(line)
+    if m and (v := num(m.group(1))) is not None:
+        sc.metric_records += 1
+        got = True
+        sc.metric("numerics.loss", v, "loss")
+    m = _PLAIN_GRAD.search(line)
+    if m and (v := num(m.group(1))) is not None:
+        if not got:
+            sc.metric_records += 1
+        sc.metric("numerics.grad_norm", v, "grad")
+        got = True
+    m = _LOSS_SCALE_KV.search(line)
+    if m:
+        sc.sample("numerics.loss_scale", num(m.group(1)))
+    if got:
+        sc.run = 0
+
+
+def megatron(sc: LogScanner, line: str) -> None:
+    """A Megatron-LM ``training_log`` line: ``key: value`` fields between `` | ``."""
+    fields: dict[str, str] = {}
+    for part in line.split(" | "):
+        key, sep, value = part.partition(":")
+        if sep:
+            fields[key.strip().lower()] = value.strip().rstrip("|").strip()
+    # "iteration     5426/  250000" has no colon; the step is read from the raw line
+    m = _MEGATRON_ITER.search(line)
+    if not m:
+        return
+    sc.step = int(m.group(1))
+    sc.metric_records += 1
+    loss_key = next((k for k in fields if k.endswith("loss") and "scale" not in k), None)
+    if loss_key and (v := num(fields[loss_key])) is not None:
+        sc.metric("numerics.loss", v, "loss")
+    elif "loss scale" in fields or "grad norm" in fields:
+        sc.missing_lm_loss += 1
+    if "grad norm" in fields and (v := num(fields["grad norm"])) is not None:
+        sc.metric("numerics.grad_norm", v, "grad")
+    if "loss scale" in fields:
+        sc.sample("numerics.loss_scale", num(fields["loss scale"]))
+    lr = fields.get("learning rate")
+    if lr:
+        sc.lr([lr])
+    ms = fields.get("elapsed time per iteration (ms)")
+    if ms and (v := num(ms)) is not None and v >= 0:
+        sc.sample("training.step_time_ms", v)
+    seq = fields.get("actual seqlen")
+    if seq and seq.isdigit():
+        set_fact(sc.facts, "training.seq_len", int(seq))
+    sk = fields.get("number of skipped iterations")
+    n = int(sk) if sk and sk.isdigit() else 0
+    if n:
+        sc.skip(n)
+    else:
+        sc.run = 0
+    nan_it = fields.get("number of nan iterations")
+    if nan_it and nan_it.isdigit():
+        sc.nonfinite += int(nan_it)

@@ -1,0 +1,86 @@
+"""CUDA/HIP/XPU/MPS out-of-memory lines: every PyTorch era's message, sizes in MiB, and whether
+the OOM happened in ``backward()`` (a backward frame in the lines just before it)."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from kb.parsers.base import set_fact, strip_ansi
+
+if TYPE_CHECKING:
+    from kb.parsers.training_log.scanner import LogScanner
+
+_SIZE = r"(\d+(?:\.\d+)?) (bytes|B|KiB|MiB|GiB|TiB)"
+_UNITS = {"bytes": 1 / 2**20, "B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+_OOM_NEW = re.compile(
+    r"(?:CUDA|HIP|XPU) out of memory\. Tried to allocate " + _SIZE + r"\. GPU \d+ has a total capac(?:i)?ty of "
+    + _SIZE + r" of which " + _SIZE + r" is free\."
+)
+_OOM_NEW_ALLOC = re.compile(
+    r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, (?:with " + _SIZE
+    + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and " + _SIZE + r" is reserved by PyTorch but unallocated"
+)
+_OOM_OLD = re.compile(
+    r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + r" total capacity; "
+    + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (cached|reserved in total by PyTorch)\)"
+)
+_OOM_BARE = re.compile(
+    r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
+    r"|Cuda failure 'out of memory'|(?:CUDA|HIP|XPU) out of memory|MPS backend out of memory"
+)
+_BACKWARD_FRAME = re.compile(r"\bin backward\s*$|\.backward\(")
+
+
+def _mib(num: str, unit: str) -> float:
+    return round(float(num) * _UNITS[unit], 3)
+
+
+def oom(sc: LogScanner, line: str) -> None:
+    """An OOM line: count it; the first one gives the sizes, the step and the phase."""
+    m_new = _OOM_NEW.search(line)
+    m_old = None if m_new else _OOM_OLD.search(line)
+    if not (m_new or m_old or _OOM_BARE.search(line)):
+        return
+    sc.oom_count += 1
+    set_fact(sc.facts, "oom.occurred", True)
+    set_fact(sc.facts, "oom.count", sc.oom_count, overwrite=True)
+    if sc.oom_count > 1:
+        return  # sizes of the first OOM; later ones are usually retries or other ranks
+    if sc.step is not None:
+        set_fact(sc.facts, "oom.at_step", sc.step)
+    if any(_BACKWARD_FRAME.search(strip_ansi(x).rstrip("\r\n")) for x in sc.before()):
+        set_fact(sc.facts, "oom.phase", "backward")
+    sizes: dict[str, float] = {}
+    if m_new:
+        g = m_new.groups()
+        sizes = {"tried": _mib(g[0], g[1]), "total": _mib(g[2], g[3]), "free": _mib(g[4], g[5])}
+        a = _OOM_NEW_ALLOC.search(line)
+        if a:
+            ga = a.groups()
+            sizes["alloc"] = _mib(ga[0], ga[1])
+            sizes["unalloc"] = _mib(ga[4], ga[5])
+            sizes["reserved"] = round(sizes["alloc"] + sizes["unalloc"], 3)
+    elif m_old:
+        g = m_old.groups()
+        sizes = {
+            "tried": _mib(g[0], g[1]), "total": _mib(g[2], g[3]), "alloc": _mib(g[4], g[5]),
+            "free": _mib(g[6], g[7]),
+        }
+        if g[10] == "cached":
+            # 1.0-1.4 printed cached-but-unallocated here (it is below "already allocated")
+            sizes["unalloc"] = _mib(g[8], g[9])
+            sizes["reserved"] = round(sizes["alloc"] + sizes["unalloc"], 3)
+        else:
+            sizes["reserved"] = _mib(g[8], g[9])
+            if sizes["reserved"] >= sizes["alloc"]:
+                sizes["unalloc"] = round(sizes["reserved"] - sizes["alloc"], 3)
+    for key, path in (
+        ("tried", "tried_to_allocate_mib"), ("total", "total_capacity_mib"), ("free", "free_mib"),
+        ("alloc", "allocated_mib"), ("reserved", "reserved_mib"), ("unalloc", "reserved_unallocated_mib"),
+    ):
+        if key in sizes:
+            set_fact(sc.facts, f"oom.{path}", sizes[key])
+    if sizes.get("total", 0) > 0 and "unalloc" in sizes:
+        frac = min(sizes["unalloc"] / sizes["total"], 1.0)
+        set_fact(sc.facts, "oom.reserved_unallocated_fraction", round(frac, 6))

@@ -1,0 +1,233 @@
+"""Metric series in bounded memory (loss, grad norm, learning rate, loss scale, step time).
+
+A 1 GB log has millions of samples; the end of a log is usually where the failure is, so
+keeping the first N is wrong and keeping all is unbounded. A :class:`Series` keeps exact
+running figures (count, finite min/max/mean, first and last finite value, the first non-finite
+value with the log's own step and the samples around it) plus a bounded selection: the first
+``HEAD`` values, a deterministic stride-doubling downsample for plots, the extremes, and the
+last ``TAIL`` values verbatim. ``add`` (one sample, the line reader) and ``extend`` (a block of
+finite samples, the block reader) give the same state for the same values: the downsample keeps
+index ``i`` when ``i % stride == 0``, and the stride doubles while more than ``DOWNSAMPLE`` points
+are kept, which does not depend on how the values were batched.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import deque
+from functools import reduce
+from collections.abc import Sequence
+from typing import Any
+
+from kb.parsers.base import MAX_SAMPLES
+
+HEAD = 1000  # first values kept in the facts list once a series is longer than MAX_SAMPLES
+TAIL = 1000  # last values kept verbatim
+DOWNSAMPLE = 4096  # points of the plot series (index, value)
+WINDOW = 20  # samples kept before and after the first non-finite one
+
+
+class Series:
+    """One metric's samples; see the module docstring."""
+
+    __slots__ = (
+        "count", "nonfinite", "total", "vmin", "vmax", "imin", "imax", "first", "last", "head",
+        "stride", "ds", "tail", "nf_index", "nf_step", "window", "after",
+    )
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.nonfinite = 0
+        self.total = 0.0  # sum of the finite values
+        self.vmin = math.inf
+        self.vmax = -math.inf
+        self.imin = -1
+        self.imax = -1
+        self.first: float | None = None  # first finite value
+        self.last: float | None = None  # last finite value
+        self.head: list[float] = []  # the first MAX_SAMPLES values, verbatim
+        self.stride = 1
+        self.ds: list[tuple[int, float]] = []
+        self.tail: deque[tuple[int, float]] = deque(maxlen=TAIL)
+        self.nf_index: int | None = None
+        self.nf_step: int | None = None
+        self.window: list[tuple[int, int | None, float]] = []  # (index, step, value)
+        self.after = 0  # samples still to take into the window after the first non-finite one
+
+    def add(self, value: float, step: int | None = None) -> None:
+        """One sample; ``step`` is the log's step at that line (None when it has none)."""
+        i = self.count
+        self.count = i + 1
+        if len(self.head) < MAX_SAMPLES:
+            self.head.append(value)
+        if i % self.stride == 0:
+            self.ds.append((i, value))
+            self._thin()
+        if self.after:
+            self.window.append((i, step, value))
+            self.after -= 1
+        if math.isfinite(value):
+            self.total += value
+            if self.first is None:
+                self.first = value
+            self.last = value
+            if value < self.vmin:
+                self.vmin, self.imin = value, i
+            if value > self.vmax:
+                self.vmax, self.imax = value, i
+        else:
+            self.nonfinite += 1
+            if self.nf_index is None:
+                self.nf_index, self.nf_step = i, step
+                self.window = [(j, None, v) for j, v in list(self.tail)[-WINDOW:]]
+                self.window.append((i, step, value))
+                self.after = WINDOW
+        self.tail.append((i, value))
+
+    def extend(self, values: Sequence[float], steps: Sequence[Any] | None = None, step: int | None = None) -> None:
+        """Many FINITE samples at once (the caller checked ``math.isfinite(sum(values))``).
+
+        ``steps`` (one per value, numbers or byte strings), else ``step`` for all: only read for
+        the few samples that go into the window after a first non-finite value.
+        """
+        n = len(values)
+        if not n:
+            return
+        base = self.count
+        self.count = base + n
+        room = MAX_SAMPLES - len(self.head)
+        if room > 0:
+            self.head.extend(values[:room])
+        off = (-base) % self.stride
+        if off < n:
+            self.ds.extend(zip(range(base + off, base + n, self.stride), values[off :: self.stride]))
+            self._thin()
+        if self.after:
+            k = min(self.after, n)
+            self.window.extend(
+                (base + j, int(steps[j]) if steps is not None else step, values[j]) for j in range(k)
+            )
+            self.after -= k
+        # one addition at a time, in log order, as add() does: the mean is bit-identical
+        self.total = reduce(operator.add, values, self.total)
+        if self.first is None:
+            self.first = values[0]
+        self.last = values[-1]
+        lo = min(values)
+        if lo < self.vmin:
+            self.vmin, self.imin = lo, base + values.index(lo)
+        hi = max(values)
+        if hi > self.vmax:
+            self.vmax, self.imax = hi, base + values.index(hi)
+        k = min(n, TAIL)
+        self.tail.extend(zip(range(base + n - k, base + n), values[n - k :]))
+
+    def extend_column(self, col: Any, steps: Any = None, step: int | None = None) -> None:
+        """:meth:`extend` for a polars Float64 Series of FINITE values (the columnar engine).
+
+        Same state as ``extend(col.to_list(), ...)`` without making a Python float per value:
+        count, sequential sum (``cum_sum`` seeded with the running total adds one value at a
+        time in log order, like :meth:`add`), first-occurrence min/max, and only the few values
+        that are kept (head, downsample, window, tail) leave the column. ``steps`` is an Int64
+        Series (one per value), a function returning one (called only when a window needs the
+        steps), or None (then ``step`` for all).
+        """
+        import polars as pl
+
+        n = col.len()
+        if not n:
+            return
+        base = self.count
+        self.count = base + n
+        room = MAX_SAMPLES - len(self.head)
+        if room > 0:
+            self.head.extend(col.head(room).to_list())
+        # the downsample: the stride _thin() would end with, then only those points
+        stride = self.stride
+        kept = len(self.ds)  # every kept point's index is a multiple of the stride
+        while True:
+            first = (-base) % stride
+            new = (n - first + stride - 1) // stride if first < n else 0
+            if kept + new <= DOWNSAMPLE:
+                break
+            stride *= 2
+            kept = sum(1 for p in self.ds if p[0] % stride == 0)
+        if stride != self.stride:
+            self.stride = stride
+            self.ds = [p for p in self.ds if p[0] % stride == 0]
+        first = (-base) % stride
+        if first < n:
+            self.ds.extend(zip(range(base + first, base + n, stride), col.gather_every(stride, first).to_list()))
+        if self.after:
+            k = min(self.after, n)
+            if callable(steps):
+                steps = steps()
+            st = steps.head(k).to_list() if steps is not None else [step] * k
+            self.window.extend((base + j, st[j], v) for j, v in enumerate(col.head(k).to_list()))
+            self.after -= k
+        seeded = pl.Series([self.total], dtype=pl.Float64)
+        seeded.append(col)
+        self.total = seeded.cum_sum()[-1]
+        if self.first is None:
+            self.first = col[0]
+        self.last = col[-1]
+        lo = col.min()
+        if lo < self.vmin:
+            i = (col == lo).arg_max()  # the first occurrence, as min() and list.index() find it
+            self.vmin, self.imin = col[i], base + i
+        hi = col.max()
+        if hi > self.vmax:
+            i = (col == hi).arg_max()
+            self.vmax, self.imax = col[i], base + i
+        k = min(n, TAIL)
+        self.tail.extend(zip(range(base + n - k, base + n), col.tail(k).to_list()))
+
+    def _thin(self) -> None:
+        while len(self.ds) > DOWNSAMPLE:
+            self.stride *= 2
+            self.ds = [p for p in self.ds if p[0] % self.stride == 0]
+
+    # -- results ------------------------------------------------------------------------------
+    def samples(self) -> list[float]:
+        """The facts list: every value up to MAX_SAMPLES samples, else a bounded selection in log
+        order (first HEAD, downsample, extremes, the first non-finite window, last TAIL)."""
+        if self.count <= MAX_SAMPLES:
+            return list(self.head)
+        keep: dict[int, float] = dict(enumerate(self.head[:HEAD]))
+        keep.update(self.ds)
+        if self.imin >= 0:
+            keep[self.imin] = self.vmin
+            keep[self.imax] = self.vmax
+        keep.update((i, v) for i, _, v in self.window)
+        keep.update(self.tail)
+        return [keep[i] for i in sorted(keep)]
+
+    def summary(self) -> dict[str, Any]:
+        """Exact figures and the bounded plot/tail series (for reports and plots)."""
+        finite = self.count - self.nonfinite
+        out: dict[str, Any] = {"count": self.count, "nonfinite": self.nonfinite}
+        if finite:
+            out.update(
+                min=self.vmin, max=self.vmax, mean=self.total / finite, first=self.first, last=self.last,
+                growth=_ratios(self.first, self.last, self.vmin, self.vmax),
+            )
+        if self.nf_index is not None:
+            out["first_nonfinite"] = {
+                "index": self.nf_index, "step": self.nf_step,
+                "around": [{"index": i, "step": s, "value": v} for i, s, v in self.window],
+            }
+        out["downsampled"] = {"stride": self.stride, "points": [list(p) for p in self.ds]}
+        out["tail"] = [list(p) for p in self.tail]
+        return out
+
+
+def _ratios(first: float | None, last: float | None, vmin: float, vmax: float) -> dict[str, float]:
+    """Growth as ratios (None-free: a ratio over zero is left out)."""
+    out: dict[str, float] = {}
+    if first:
+        out["last_over_first"] = last / first if last is not None else math.nan
+        out["max_over_first"] = vmax / first
+    if vmin and last is not None:
+        out["last_over_min"] = last / vmin
+    return out

@@ -1,0 +1,62 @@
+"""Which lines a training log scan looks at: case-sensitive trigger literals by family.
+
+A line containing none of the literals is ignored; a line containing one is fed to
+``LogScanner.feed``, which calls the handler of every family whose literal it holds. Every literal
+but the numerics one (``oss``: loss, Loss, lm loss, loss scale) holds an upper-case "pivot" byte:
+the block scan finds candidate lines with one ``bytes.find`` (memchr) loop per pivot byte, so
+keep it so (a test checks) or the scan slows down.
+"""
+
+from __future__ import annotations
+
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "numerics": ("oss", "Bad grad_norm"),  # loss, Loss, lm loss, loss scale(r), overflow messages; Megatron
+    "oom": (
+        "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
+        "Error: cuda runtime error",
+    ),
+    "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
+    "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
+    "compile": (
+        "Graph break", "Graph Break", "Graph Count", "Recompiling function", "Dynamo produced",
+        "Unsupported", "UserError", "fullgraph=True",
+        "Explanation:",  # 2.9+ records: the real reason behind "Encountered graph break when ..."
+    ),
+    "vllm": ("Avg prompt throughput",),
+    "env": ("NCCL_", "CUDA_", "TORCH_"),
+}
+NUMERIC = "oss"
+#: pivot preference: the first of these bytes found in a literal is its pivot (rarest first)
+PIVOT_RANK = "QJZXKVYUWLHPBGCMDFSNAORTEI"
+
+ALL_LITERALS: tuple[str, ...] = tuple(dict.fromkeys(x for v in TRIGGERS.values() for x in v))
+FAMILY_LITERALS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(TRIGGERS.items())
+
+
+def _pivot(lit: str) -> tuple[int, int]:
+    """(pivot byte, its offset in the literal) for a trigger literal."""
+    best = min((PIVOT_RANK.index(c), i) for i, c in enumerate(lit) if c in PIVOT_RANK)
+    return ord(PIVOT_RANK[best[0]]), best[1]
+
+
+def _pivot_table() -> tuple[tuple[bytes, tuple[tuple[bytes, int, int], ...]], ...]:
+    by_byte: dict[int, list[tuple[bytes, int]]] = {}
+    for lit in ALL_LITERALS:
+        if lit != NUMERIC:
+            b, k = _pivot(lit)
+            by_byte.setdefault(b, []).append((lit.encode(), k))
+    return tuple((bytes([b]), tuple((lit, k, len(lit)) for lit, k in v)) for b, v in sorted(by_byte.items()))
+
+
+#: (pivot byte, ((literal, pivot offset, literal length), ...)) for the block scan
+PIVOT_LIST = _pivot_table()
+
+
+def is_candidate(line: str) -> bool:
+    """True when a line contains a trigger literal (the definition both scans follow)."""
+    return any(lit in line for lit in ALL_LITERALS)
+
+
+def families(line: str) -> set[str]:
+    """The families whose trigger literal the line holds."""
+    return {name for name, lits in FAMILY_LITERALS if any(x in line for x in lits)}

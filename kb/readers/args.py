@@ -1,0 +1,303 @@
+"""Facts from launch commands and argument dumps.
+
+Read: command lines (``torchrun``, ``python -m torch.distributed.launch/run``, ``deepspeed``,
+``accelerate launch``, ``python x.py --args``, ``vllm serve``, ``python -m
+vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``, ``trtllm-serve``) with
+``\\`` continuations; and dumps of parsed arguments: argparse ``Namespace(a=1, ...)``, SGLang's
+``ServerArgs(...)``, vLLM's ``Initializing ... engine (vX) with config: a=1, ...`` and
+``non-default args: {'a': 1}``, HF ``TrainingArguments(`` one ``name=value,`` per line.
+Flag names are normalised (``--gpu-memory-utilization`` = ``gpu_memory_utilization``) and mapped
+to facts by one table; a flag whose meaning depends on the tool (``max_seq_len``) is read by the
+context: a serving engine or a training job.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Callable
+
+from kb.parsers.base import set_fact, to_float, to_int
+
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+_NUMERIC = re.compile(r"^-\d")
+
+
+def _bool(v: str | None) -> bool | None:
+    if v is None:
+        return True  # a bare flag
+    low = v.strip().strip("'\"").lower()
+    return True if low in _TRUE else False if low in _FALSE else None
+
+
+def _count(v: str | None) -> int | None:
+    n = to_int(v.strip("'\"")) if v else None
+    return n if n is not None and n >= 0 else None
+
+
+def _fraction(v: str | None) -> float | None:
+    x = to_float(v.strip("'\"")) if v else None
+    return x if x is not None and 0.0 < x <= 1.0 else None
+
+
+def _str(v: str | None) -> str | None:
+    s = v.strip().strip("'\"") if v else None
+    return s[:100] if s and s not in ("None", "null", "auto") else None
+
+
+def _not(v: str | None) -> bool | None:
+    b = _bool(v)
+    return None if b is None else not b
+
+
+def _present(v: str | None) -> bool | None:
+    """A speculative-decoding option: configured unless None / empty."""
+    s = (v or "").strip().strip("'\"")
+    return None if v is None else (s not in ("", "None", "null", "{}", "0"))
+
+
+def _chunk(v: str | None) -> bool | None:
+    """SGLang ``--chunked-prefill-size``: -1 turns chunked prefill off."""
+    n = to_int(v.strip("'\"")) if v else None
+    return None if n is None else n > 0
+
+
+def _clip(v: str | None) -> float | None:
+    x = to_float(v.strip("'\"")) if v else None
+    return x if x is not None and x > 0 else None
+
+
+def _dtype_of(v: str | None) -> str | None:
+    """Lightning ``precision``, accelerate ``mixed_precision``, a ``dtype`` name."""
+    s = (v or "").strip().strip("'\"").lower().replace("torch.", "")
+    table = {"bf16": "bf16", "bf16-mixed": "bf16", "bf16-true": "bf16", "bfloat16": "bf16",
+             "16": "fp16", "16-mixed": "fp16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
+             "16-true": "fp16", "fp8": "fp8", "32": "fp32", "32-true": "fp32", "fp32": "fp32",
+             "float32": "fp32", "no": "fp32"}
+    return table.get(s)
+
+
+def _flag_dtype(name: str) -> Callable[[str | None], str | None]:
+    """``--bf16`` / ``--fp16`` (HF Trainer, DeepSpeed examples): the dtype when on."""
+    return lambda v: name if _bool(v) else None
+
+
+Conv = Callable[[str | None], Any]
+#: keys that mean the same in every tool
+ANY: dict[str, tuple[str, Conv]] = {
+    # vLLM engine args: https://docs.vllm.ai/en/latest/configuration/engine_args.html
+    "gpu_memory_utilization": ("inference.gpu_memory_utilization", _fraction),
+    "max_num_seqs": ("inference.max_num_seqs", _count),
+    "max_num_batched_tokens": ("inference.max_num_batched_tokens", _count),
+    "enable_chunked_prefill": ("inference.enable_chunked_prefill", _bool),
+    "no_enable_chunked_prefill": ("inference.enable_chunked_prefill", _not),
+    "chunked_prefill_enabled": ("inference.enable_chunked_prefill", _bool),  # V0 config dump
+    "enable_prefix_caching": ("inference.enable_prefix_caching", _bool),
+    "no_enable_prefix_caching": ("inference.enable_prefix_caching", _not),
+    "enforce_eager": ("inference.enforce_eager", _bool),
+    "tensor_parallel_size": ("inference.tensor_parallel_size", _count),
+    "max_model_len": ("inference.max_model_len", _count),
+    "speculative_model": ("inference.speculative", _present),
+    "speculative_config": ("inference.speculative", _present),
+    "num_speculative_tokens": ("inference.speculative", _present),
+    # SGLang server args: https://docs.sglang.ai/advanced_features/server_arguments.html
+    "mem_fraction_static": ("inference.gpu_memory_utilization", _fraction),
+    "max_running_requests": ("inference.max_num_seqs", _count),
+    "chunked_prefill_size": ("inference.enable_chunked_prefill", _chunk),
+    "disable_radix_cache": ("inference.enable_prefix_caching", _not),
+    "disable_cuda_graph": ("inference.enforce_eager", _bool),
+    "speculative_algorithm": ("inference.speculative", _present),
+    # launchers: torchrun / deepspeed / accelerate (https://docs.pytorch.org/docs/stable/elastic/run.html)
+    "nnodes": ("distributed.nnodes", _count),
+    "num_nodes": ("distributed.nnodes", _count),
+    "num_machines": ("distributed.nnodes", _count),
+    # HF TrainingArguments: https://huggingface.co/docs/transformers/main_classes/trainer
+    "dataloader_num_workers": ("dataloader.num_workers", _count),
+    "dataloader_pin_memory": ("dataloader.pin_memory", _bool),
+    "dataloader_persistent_workers": ("dataloader.persistent_workers", _bool),
+    "dataloader_prefetch_factor": ("dataloader.prefetch_factor", _count),
+    "per_device_train_batch_size": ("training.micro_batch_size", _count),
+    "train_micro_batch_size_per_gpu": ("training.micro_batch_size", _count),
+    "micro_batch_size": ("training.micro_batch_size", _count),
+    "gradient_accumulation_steps": ("training.gradient_accumulation_steps", _count),
+    "gradient_checkpointing": ("training.activation_checkpointing", _bool),
+    "activation_checkpointing": ("training.activation_checkpointing", _bool),
+    "recompute_activations": ("training.activation_checkpointing", _bool),  # Megatron
+    "zero_stage": ("training.zero_stage", _count),
+    "bf16": ("numerics.dtype", _flag_dtype("bf16")),
+    "fp16": ("numerics.dtype", _flag_dtype("fp16")),
+    "mixed_precision": ("numerics.dtype", _dtype_of),
+    "max_grad_norm": ("numerics.grad_clip", _clip),
+    "clip_grad": ("numerics.grad_clip", _clip),
+    "clip_grad_norm": ("numerics.grad_clip", _clip),
+    "warmup_steps": ("numerics.warmup_steps", _count),
+    "adam_beta2": ("numerics.adam_beta2", _fraction),
+    "torch_compile_mode": ("compile.mode", _str),
+}
+#: keys whose meaning in a serving engine's args
+SERVE: dict[str, tuple[str, Conv]] = {
+    "tp": ("inference.tensor_parallel_size", _count),
+    "tp_size": ("inference.tensor_parallel_size", _count),
+    "max_seq_len": ("inference.max_model_len", _count),  # vLLM config dump
+    "context_length": ("inference.max_model_len", _count),  # SGLang
+    "quantization": ("inference.quantization", _str),
+    "q": ("inference.quantization", _str),
+}
+#: keys whose meaning in a training script's args
+TRAIN: dict[str, tuple[str, Conv]] = {
+    "num_workers": ("dataloader.num_workers", _count),
+    "workers": ("dataloader.num_workers", _count),
+    "pin_memory": ("dataloader.pin_memory", _bool),
+    "pin_mem": ("dataloader.pin_memory", _bool),
+    "no_pin_mem": ("dataloader.pin_memory", _not),
+    "persistent_workers": ("dataloader.persistent_workers", _bool),
+    "prefetch_factor": ("dataloader.prefetch_factor", _count),
+    "batch_size": ("dataloader.batch_size", _count),
+    "bs": ("dataloader.batch_size", _count),  # ParlAI -bs
+    "seq_length": ("training.seq_len", _count),
+    "max_seq_length": ("training.seq_len", _count),
+    "max_seq_len": ("training.seq_len", _count),
+    "model_max_length": ("training.seq_len", _count),
+    "cutoff_len": ("training.seq_len", _count),  # LLaMA-Factory
+    "precision": ("numerics.dtype", _dtype_of),  # Lightning
+    "half": ("numerics.dtype", _flag_dtype("fp16")),
+}
+#: flags that take no value: a following word is a positional argument, not their value
+BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
+                 if conv in (_bool, _not) or k in ("bf16", "fp16", "half"))
+
+_SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve")
+_ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"))
+#: a launch command: the launcher after an optional prompt, env prefix or wrapper
+LAUNCH = re.compile(
+    r"(?:^|[\s;&|(`])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve"
+    r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
+)
+
+
+def norm(name: str) -> str:
+    """``--Gpu-Memory-Utilization`` -> ``gpu_memory_utilization``."""
+    return name.lstrip("-").replace("-", "_").lower()
+
+
+def cli_pairs(tokens: list[str]) -> list[tuple[str, str | None]]:
+    """``(flag, value or None)`` for every ``-x`` / ``--name[=value]`` token."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        i += 1
+        if not t.startswith("-") or t in ("-", "--") or _NUMERIC.match(t):
+            continue
+        name, eq, val = t.partition("=")
+        key = norm(name)
+        if eq:
+            out.append((key, val))
+            continue
+        nxt = tokens[i] if i < len(tokens) else None
+        if nxt is None or (nxt.startswith("-") and not _NUMERIC.match(nxt)) or nxt in ("\\", "|", "&&", ";"):
+            out.append((key, None))
+        elif key in BARE and nxt.lower() not in _TRUE | _FALSE:
+            out.append((key, None))
+        else:
+            out.append((key, nxt))
+            i += 1
+    return out
+
+
+def tokens_of(command: str) -> list[str]:
+    """Shell words of a command; a plain split when the quoting is broken (a pasted fragment)."""
+    try:
+        return shlex.split(command, comments=True)
+    except ValueError:
+        return command.split()
+
+
+def apply_pairs(facts: dict[str, Any], pairs: list[tuple[str, str | None]], serve: bool) -> int:
+    """Set the facts the pairs state (first value wins); the number of facts set."""
+    table = {**ANY, **(SERVE if serve else TRAIN)}
+    n = 0
+    for key, val in pairs:
+        spec = table.get(key)
+        if spec is None:
+            continue
+        value = spec[1](val)
+        if value is not None:
+            set_fact(facts, spec[0], value)
+            n += 1
+    return n
+
+
+def _world(facts: dict[str, Any], prog: str, pairs: dict[str, str | None]) -> None:
+    """World size and node count from the launcher's own flags."""
+    if prog in ("torchrun", "tune") or "torch.distributed" in prog:  # torchtune wraps torchrun
+        per = _count(pairs.get("nproc_per_node"))
+        nn_raw = pairs.get("nnodes")
+        nodes = _count(nn_raw) if nn_raw is not None else 1  # torchrun's default is one node
+        if nodes is not None:
+            set_fact(facts, "distributed.nnodes", nodes)
+        if per is not None and nodes is not None:
+            set_fact(facts, "distributed.world_size", per * nodes)
+    elif prog == "deepspeed":
+        per, nodes = _count(pairs.get("num_gpus")), _count(pairs.get("num_nodes"))
+        if per is not None and nodes is not None:
+            set_fact(facts, "distributed.world_size", per * nodes)
+    elif prog.startswith("accelerate"):
+        total = _count(pairs.get("num_processes"))
+        if total is not None:
+            set_fact(facts, "distributed.world_size", total)
+
+
+def read_command(facts: dict[str, Any], command: str) -> bool:
+    """Facts from one (joined) command line; False when it is not a launch command."""
+    m = LAUNCH.search(command)
+    if not m:
+        return False
+    prog = re.sub(r"\s+", " ", m.group(1))
+    rest = command[m.start(1):]
+    serve = bool(_SERVE_PROGS.search(rest))
+    if serve:
+        for word, engine in _ENGINE:
+            if word in prog or word in rest[:120]:
+                set_fact(facts, "inference.engine", engine)
+                break
+    pairs = cli_pairs(tokens_of(rest)[1:])
+    apply_pairs(facts, pairs, serve)
+    if prog.startswith("python") and "torch.distributed" not in prog:
+        _world(facts, "python", {})
+    else:
+        _world(facts, prog.split(" ")[-1] if "torch.distributed" in prog else prog.split(" ")[0], dict(pairs))
+    return True
+
+
+# -- argument dumps -----------------------------------------------------------------------------
+#: a one-line dump: argparse Namespace, SGLang ServerArgs, vLLM config / non-default args
+DUMP = re.compile(r"Namespace\(|ServerArgs\(|with config: |non-default args: \{|EngineArgs\(|\bargs: ")
+_KV = re.compile(r"(?:^|[\s,({])'?([A-Za-z_]\w{0,60})'?\s*[=:]\s*"
+                 r"('(?:[^'\\]|\\.){0,300}'|\"(?:[^\"\\]|\\.){0,300}\"|[^,(){}\s]{1,100})")
+_SERVE_WORDS = re.compile(r"vllm|sglang|LLM engine|ServerArgs|gpu_memory_utilization|mem_fraction_static")
+
+
+def dump_pairs(text: str) -> list[tuple[str, str | None]]:
+    """``name=value`` / ``'name': value`` pairs of a dump (values as printed)."""
+    return [(norm(m.group(1)), m.group(2)) for m in _KV.finditer(text)]
+
+
+def read_dump(facts: dict[str, Any], line: str) -> bool:
+    """Facts from a one-line args dump; False when the line is not one."""
+    m = DUMP.search(line)
+    if not m:
+        return False
+    body = line[m.start():]
+    serve = bool(_SERVE_WORDS.search(line))
+    if serve:
+        low = line.lower()
+        # the engine by its name, or by the option only it has (vLLM's gpu_memory_utilization,
+        # SGLang's mem_fraction_static)
+        for word, engine in (("serverargs", "sglang"), ("llm engine", "vllm"), *_ENGINE,
+                             ("mem_fraction_static", "sglang"), ("gpu_memory_utilization", "vllm")):
+            if word in low:
+                set_fact(facts, "inference.engine", engine)
+                break
+    return apply_pairs(facts, dump_pairs(body), serve) > 0

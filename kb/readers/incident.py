@@ -1,0 +1,179 @@
+"""The general incident reader: any readable text that no specific format claims.
+
+Engineers paste what they have into one file: a traceback, log lines, ``collect_env``, an
+``nvidia-smi`` table, a benchmark summary, their launch command, ``export`` lines. This reader
+splits the text into regions (:mod:`kb.readers.regions`), hands each to the parser of that
+format (kb.parsers; nothing is parsed twice here), reads everything else as a log with the
+training-log scanner, adds what single lines state (:mod:`kb.readers.lines`: commands, args
+dumps, environment, versions) and matches the knowledge's message signatures
+(:mod:`kb.readers.signatures`). Facts measured by a tool's parser come first; a line-stated
+value that disagrees is reported as a conflict, not merged.
+
+It is never detected by ``sniff``: the loader falls back to it when nothing else matches.
+:class:`Tap` gives the same line facts and signatures for inputs read by the log parsers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from kb.readers.signatures import Matcher, apply
+
+if TYPE_CHECKING:
+    from kb.parsers.base import ParseResult
+    from kb.readers.lines import LineFacts
+
+# kb.parsers lists this module among its parsers, so nothing from kb.parsers is imported at
+# module level here (either package may be imported first): the functions import it late.
+
+NAME = "incident"
+#: formats whose inputs get line facts and signatures through :class:`Tap`
+TAPPED = frozenset({"training_log", "torch_compile"})
+#: bytes of a tapped input whose every line is read for line facts (commands, env, versions);
+#: signatures are matched over the whole input
+TAP_LINE_BYTES = 8 * 1024 * 1024
+#: a tapped input is scanned for signatures in text blocks of about this size
+TAP_BLOCK = 1 << 20
+#: notes the sub-parsers write when a region they were handed holds nothing they know
+_EMPTY_NOTES = ("no known training-log signal found", "no graph break, recompilation")
+
+
+def sniff(head: str) -> bool:  # noqa: ARG001 - the fallback is never detected, only chosen
+    """Never: this reader is the loader's fallback, not a detected format."""
+    return False
+
+
+def _merge(acc: dict[str, Any], part: dict[str, Any], source: str, origins: dict[str, str],
+           conflicts: list[str]) -> None:
+    from kb.inputs import merge_partial  # late: kb.inputs imports the parsers
+
+    merge_partial(acc, part, source, origins, conflicts)
+
+
+def parse(lines: Iterable[str], source: str) -> ParseResult:
+    """Read a pasted incident (see the module docstring)."""
+    from kb.parsers import get_parser, training_log
+    from kb.parsers.base import ParseResult, trim
+    from kb.readers import regions as _regions
+
+    text_lines = list(lines)
+    res = ParseResult(format=NAME, source=source)
+    found = _regions.find_regions(text_lines)
+    facts: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    conflicts: list[str] = []
+    kinds: list[str] = []
+    log: list[str] = []
+    pos = 0
+    for reg in found:
+        log.extend(text_lines[pos:reg.start])
+        pos = reg.end
+        try:
+            sub = get_parser(reg.fmt).parse(iter(text_lines[reg.start:reg.end]), source)
+        except Exception as exc:  # noqa: BLE001 - one odd region must not lose the rest
+            res.notes.append(f"{source}: lines {reg.start + 1}-{reg.end}: not read as {reg.fmt} "
+                             f"({type(exc).__name__})")
+            log.extend(text_lines[reg.start:reg.end])
+            continue
+        kinds.append(f"{reg.fmt} (lines {reg.start + 1}-{reg.end})")
+        _take(res, sub, facts, origins, conflicts, reg.fmt)
+    log.extend(text_lines[pos:])
+    if any(x.strip() for x in log):
+        sub = training_log.parse(log, source)
+        if sub.facts:
+            kinds.append("log")
+        _take(res, sub, facts, origins, conflicts, "log")
+    lf = _line_facts()
+    for line in text_lines:
+        lf.feed(line)
+    own = lf.finish()
+    kinds.extend(lf.kinds)
+    _merge(facts, own, f"{source} (stated)", origins, conflicts)
+    res.notes.extend(f"{source}: two regions disagree: {c}" for c in conflicts)
+    matcher = Matcher()
+    matcher.scan("\n".join(text_lines))
+    apply(facts, matcher.found(), res.notes, source)
+    res.facts = trim(facts)
+    if kinds:
+        res.notes.insert(0, f"{source}: read as a pasted incident: {', '.join(kinds)}")
+    if not res.facts:
+        res.notes.append(f"{source}: no known fact found in this text")
+    return res
+
+
+def _line_facts() -> LineFacts:
+    from kb.readers.lines import LineFacts
+
+    return LineFacts()
+
+
+def _take(res: ParseResult, sub: ParseResult, facts: dict[str, Any], origins: dict[str, str],
+          conflicts: list[str], label: str) -> None:
+    """Merge one sub-parser's result: facts, notes (less 'nothing found'), loader hints."""
+    _merge(facts, sub.facts, f"{res.source} ({label})", origins, conflicts)
+    res.notes.extend(n for n in sub.notes if not any(e in n for e in _EMPTY_NOTES))
+    for key, value in sub.meta.items():
+        res.meta.setdefault(key, value)
+
+
+class Tap:
+    """A read-through wrapper over a binary stream that a log parser consumes: it sees every
+    byte once, reads line facts over the first :data:`TAP_LINE_BYTES` and matches signatures
+    over all of it, in blocks (linear, bounded memory)."""
+
+    def __init__(self, stream: Any, source: str) -> None:
+        self._stream = stream
+        self.source = source
+        self._pending = bytearray()
+        self._lines: LineFacts = _line_facts()
+        self._line_bytes = 0
+        self._matcher = Matcher()
+
+    def read(self, n: int = -1) -> bytes:
+        """Read from the wrapped stream, looking at what passes."""
+        data = self._stream.read(n)
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        if data:
+            self._pending += data
+            if len(self._pending) >= TAP_BLOCK:
+                cut = self._pending.rfind(b"\n") + 1
+                if cut > 0:
+                    self._look(bytes(self._pending[:cut]))
+                    del self._pending[:cut]
+                elif len(self._pending) > 4 * TAP_BLOCK:  # one huge line: look at a part
+                    self._look(bytes(self._pending[:TAP_BLOCK]))
+                    del self._pending[:]
+        return data
+
+    def chunks(self) -> Iterable[bytes]:
+        """Blocks of the stream (what :func:`kb.inputs._bounded_lines` consumes)."""
+        while True:
+            data = self.read(1 << 20)
+            if not data:
+                return
+            yield data
+
+    def _look(self, block: bytes) -> None:
+        text = block.decode("utf-8", "replace")
+        self._matcher.scan(text)
+        if self._line_bytes < TAP_LINE_BYTES:
+            self._line_bytes += len(block)
+            for line in text.splitlines():
+                self._lines.feed(line)
+
+    def finish(self, res: ParseResult) -> None:
+        """Add the facts the stream stated and the signatures it matched to ``res``."""
+        from kb.parsers.base import trim
+
+        if self._pending:
+            self._look(bytes(self._pending))
+            self._pending.clear()
+        own = trim(self._lines.finish())
+        conflicts: list[str] = []
+        origins: dict[str, str] = {}
+        facts = res.facts
+        _merge(facts, own, f"{self.source} (stated)", origins, conflicts)
+        res.notes.extend(f"{self.source}: {c}" for c in conflicts)
+        apply(facts, self._matcher.found(), res.notes, self.source)

@@ -1,0 +1,105 @@
+"""Facts that single lines (or short runs of lines) state, whatever surrounds them: launch commands
+with ``\\`` continuations, argument dumps (one line, or HF ``TrainingArguments(`` one field per
+line), environment assignments and environment reports. Fed line by line, bounded state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kb.parsers.base import strip_ansi
+from kb.readers import args, env
+from kb.readers.collect_env import EnvReport
+
+#: a command continued over more lines is joined up to this many characters / lines
+MAX_COMMAND_CHARS = 16 * 1024
+MAX_COMMAND_LINES = 200
+#: a multi-line arguments dump is read up to this many lines
+MAX_DUMP_LINES = 400
+#: ``TrainingArguments(`` (HF, one ``name=value,`` per line until ``)``)
+_DUMP_START = re.compile(r"\b\w*Arguments\(\s*$")
+_DUMP_FIELD = re.compile(r"^\s*([A-Za-z_]\w{0,60})=(.*?),?\s*$")
+#: a shell prompt or a list marker before a pasted command
+_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
+
+
+class LineFacts:
+    """Accumulates the facts of the lines fed to it into ``facts``."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, Any] = {}
+        self.report = EnvReport(self.facts)
+        self.kinds: dict[str, int] = {}
+        self._command: list[str] | None = None
+        self._dump: list[tuple[str, str | None]] | None = None
+        self._dump_lines = 0
+
+    def _count(self, kind: str) -> None:
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+
+    def feed(self, raw: str) -> None:
+        """Read one line."""
+        line = strip_ansi(raw).rstrip("\r\n")
+        if self._command is not None:
+            self._continue_command(line)
+            return
+        if self._dump is not None:
+            self._continue_dump(line)
+            return
+        if self.report.feed(line):
+            self._count("environment report")
+            return
+        body = _PROMPT.sub("", line, count=1)
+        if args.LAUNCH.search(body) and not body.lstrip().startswith(("File ", "at ")):
+            if body.rstrip().endswith("\\"):
+                self._command = [body.rstrip()[:-1]]
+                return
+            self._command_done(body)
+            return
+        if args.DUMP.search(line) and args.read_dump(self.facts, line):
+            self._count("arguments dump")
+        elif _DUMP_START.search(line):
+            self._dump, self._dump_lines = [], 0
+        if "=" in line and env.read_line(self.facts, line):
+            self._count("environment variables")
+
+    def _continue_command(self, line: str) -> None:
+        assert self._command is not None
+        s = line.strip()
+        more = s.endswith("\\")
+        self._command.append(s[:-1] if more else s)
+        size = sum(len(p) for p in self._command)
+        if more and size < MAX_COMMAND_CHARS and len(self._command) < MAX_COMMAND_LINES:
+            return
+        self._command_done(" ".join(self._command))
+
+    def _command_done(self, command: str) -> None:
+        self._command = None
+        if args.read_command(self.facts, command):
+            self._count("launch command")
+        # NCCL_DEBUG=INFO torchrun ...: the environment prefix and docker -e flags
+        env.read_line(self.facts, command)
+
+    def _continue_dump(self, line: str) -> None:
+        assert self._dump is not None
+        self._dump_lines += 1
+        m = _DUMP_FIELD.match(line)
+        if m:
+            self._dump.append((args.norm(m.group(1)), m.group(2)))
+        if line.strip().startswith(")") or self._dump_lines >= MAX_DUMP_LINES or (not m and line.strip()):
+            self._dump_done()
+
+    def _dump_done(self) -> None:
+        pairs, self._dump = self._dump or [], None
+        if args.apply_pairs(self.facts, pairs, serve=False):
+            self._count("arguments dump")
+
+    def finish(self) -> dict[str, Any]:
+        """Close open state and return the facts."""
+        if self._command is not None:
+            self._command_done(" ".join(self._command))
+        if self._dump is not None:
+            self._dump_done()
+        self.report.finish()
+        return self.facts

@@ -1,0 +1,132 @@
+"""Launch commands, argument dumps, environment lines and environment reports -> facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kb.readers.lines import LineFacts
+
+SAMPLES = Path(__file__).parent / "samples"
+
+
+def facts_of(text: str) -> dict:
+    lf = LineFacts()
+    for line in text.splitlines():
+        lf.feed(line)
+    return lf.finish()
+
+
+CASES = [
+    # vllm serve command quoted in a public benchmark README (moguizhizi/learning_project
+    # benchmarks/README.md); flags: https://docs.vllm.ai/en/latest/configuration/engine_args.html
+    ("vllm serve /home/temp/llm_model/nm-testing/Qwen2.5-VL-72B-Instruct-quantized.w8a8 --load-format runai_streamer "
+     "--tensor-parallel-size 4 --max-model-len 8192 --max-num-seqs 2048 --kv-cache auto --gpu-memory-utilization 0.5 "
+     "--disable-custom-all-reduce --served-model-name qwen2_5_vl_72B_quant --disable-log-requests",
+     {"inference": {"engine": "vllm", "tensor_parallel_size": 4, "max_model_len": 8192, "max_num_seqs": 2048,
+                    "gpu_memory_utilization": 0.5}}),
+    ("$ vllm serve Qwen/Qwen2-7B --enforce-eager --no-enable-prefix-caching --enable-chunked-prefill "
+     "--max-num-batched-tokens 2048 -q awq -tp 2",
+     {"inference": {"engine": "vllm", "enforce_eager": True, "enable_prefix_caching": False,
+                    "enable_chunked_prefill": True, "max_num_batched_tokens": 2048, "quantization": "awq",
+                    "tensor_parallel_size": 2}}),
+    # SGLang server args: https://docs.sglang.ai/advanced_features/server_arguments.html
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --mem-fraction-static 0.7 "
+     "--max-running-requests 64 --chunked-prefill-size -1 --disable-radix-cache --tp 2 --disable-cuda-graph",
+     {"inference": {"engine": "sglang", "gpu_memory_utilization": 0.7, "max_num_seqs": 64,
+                    "enable_chunked_prefill": False, "enable_prefix_caching": False, "tensor_parallel_size": 2,
+                    "enforce_eager": True}}),
+    # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
+    ("NCCL_DEBUG=INFO torchrun --nnodes=2 --nproc_per_node=8 --rdzv_endpoint=host:29500 train.py \\\n"
+     "    --bf16 --dataloader_num_workers 8 --per_device_train_batch_size 4 \\\n"
+     "    --gradient_accumulation_steps 16 --gradient_checkpointing",
+     {"env": {"NCCL_DEBUG": "INFO"}, "distributed": {"nnodes": 2, "world_size": 16},
+      "numerics": {"dtype": "bf16"}, "dataloader": {"num_workers": 8},
+      "training": {"micro_batch_size": 4, "gradient_accumulation_steps": 16, "activation_checkpointing": True}}),
+    # DeiT's README launch (python -m torch.distributed.launch, nnodes defaults to 1)
+    ("python -m torch.distributed.launch \\\n--nproc_per_node=8 --use_env main.py \\\n--num_workers 32 \\\n"
+     "--model deit_tiny_patch16_224 \\\n--batch-size 128 \\\n--data-path /data/ILSVRC2012",
+     {"distributed": {"nnodes": 1, "world_size": 8}, "dataloader": {"num_workers": 32, "batch_size": 128}}),
+    ("deepspeed --num_gpus 4 --num_nodes 2 train.py --zero_stage 3 --fp16",
+     {"distributed": {"nnodes": 2, "world_size": 8}, "training": {"zero_stage": 3}, "numerics": {"dtype": "fp16"}}),
+    ("accelerate launch --num_processes 8 --num_machines 1 --mixed_precision=bf16 train.py",
+     {"distributed": {"nnodes": 1, "world_size": 8}, "numerics": {"dtype": "bf16"}}),
+    # argparse dump (vLLM's api_server logs "args: Namespace(...)")
+    ("INFO 11-18 18:07:20 api_server.py:585] args: Namespace(host=None, port=8000, max_model_len=4096, "
+     "gpu_memory_utilization=0.9, enforce_eager=True, max_num_seqs=256, enable_prefix_caching=False, quantization=None)",
+     {"inference": {"engine": "vllm", "max_model_len": 4096, "gpu_memory_utilization": 0.9, "enforce_eager": True,
+                    "max_num_seqs": 256, "enable_prefix_caching": False}}),
+    ("non-default args: {'model': 'Qwen/Qwen3-8B', 'enforce_eager': True, 'max_num_seqs': 8}",
+     {"inference": {"enforce_eager": True, "max_num_seqs": 8}}),
+    # HF Trainer prints TrainingArguments one field per line
+    ("Training/evaluation parameters TrainingArguments(\n_n_gpu=1,\nbf16=False,\ndataloader_num_workers=0,\n"
+     "fp16=True,\ngradient_accumulation_steps=2,\nmax_grad_norm=1.0,\n)",
+     {"dataloader": {"num_workers": 0}, "numerics": {"dtype": "fp16", "grad_clip": 1.0},
+      "training": {"gradient_accumulation_steps": 2}}),
+    ("python train.py --precision bf16-mixed --num_workers 4",
+     {"numerics": {"dtype": "bf16"}, "dataloader": {"num_workers": 4}}),
+    # env lines
+    ("export PYTORCH_ALLOC_CONF=expandable_segments:True\nexport NCCL_P2P_DISABLE=1\nNCCL_ALGO=Ring\n"
+     "os.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0,1\"",
+     {"env": {"PYTORCH_ALLOC_CONF": "expandable_segments:True", "NCCL_P2P_DISABLE": "1", "NCCL_ALGO": "Ring",
+              "CUDA_VISIBLE_DEVICES": "0,1"},
+      "oom": {"expandable_segments": True}, "distributed": {"p2p_disabled": True, "nccl_algo": "Ring"}}),
+    ("PYTORCH_CUDA_ALLOC_CONF='max_split_size_mb:128'", {"env": {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"},
+                                                          "oom": {"expandable_segments": False}}),
+    ("docker run --gpus all -e NCCL_SOCKET_IFNAME=eth0 --env VLLM_USE_V1=0 img",
+     {"env": {"NCCL_SOCKET_IFNAME": "eth0", "VLLM_USE_V1": "0"}, "distributed": {"socket_ifname": "eth0"}}),
+]
+
+
+@pytest.mark.parametrize(("text", "want"), CASES)
+def test_lines_give_facts(text: str, want: dict) -> None:
+    got = facts_of(text)
+    for group, values in want.items():
+        for key, value in values.items():
+            assert got.get(group, {}).get(key) == value, f"{group}.{key}: {got}"
+
+
+@pytest.mark.parametrize("text", [
+    # advice inside a message is not the user's environment
+    "[1/64] To log all recompilation reasons, use TORCH_LOGS=\"recompiles\".",
+    # credentials are never read, even under a kept prefix
+    "export HF_TOKEN=hf_abc\nexport WANDB_API_KEY=123\nexport VLLM_API_KEY=secret",
+    # a traceback frame names python files but is not a command
+    '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+])
+def test_lines_that_state_nothing(text: str) -> None:
+    assert facts_of(text) == {}
+
+
+def test_collect_env_report() -> None:
+    # https://github.com/pytorch/pytorch/issues/108650 (samples/README.md)
+    got = facts_of((SAMPLES / "collect_env_torch21.txt").read_text())
+    assert got["software"]["torch_version"] == "2.1.0.dev20230903+cu121"
+    assert got["software"]["torch_cuda_version"] == "12.1"
+    assert got["software"]["python_version"] == "3.10.12"
+    assert got["gpu"] == {"driver_version": "535.104.05", "name": "NVIDIA L4", "count": 1}
+    assert "cuda_runtime_version" not in got["software"]  # "Could not collect"
+
+
+def test_collect_env_gpu_list() -> None:
+    got = facts_of((SAMPLES / "collect_env_multi_gpu.txt").read_text())
+    assert got["gpu"]["name"] == "GeForce GTX 1080 Ti" and got["gpu"]["count"] == 4
+    assert got["software"]["torch_cuda_version"] == "10.2"
+
+
+def test_pip_and_hf_env_lists() -> None:
+    text = ("[pip3] nvidia-nccl-cu12==2.21.5\n[conda] torch 2.4.0 py3.10_cuda12.1 pytorch\n"
+            "- `transformers` version: 4.36.2\n- PyTorch version (GPU?): 2.1.2+cu121 (True)\n"
+            "vllm                          0.2.7\nvLLM Version: 0.6.4.post1\n")
+    got = facts_of(text)
+    assert got["software"]["packages"] == {"nccl": "2.21.5", "torch": "2.4.0", "transformers": "4.36.2",
+                                           "vllm": "0.2.7"}
+    assert got["software"]["torch_version"] == "2.1.2+cu121"
+
+
+def test_vllm_v1_engine_config_line() -> None:
+    got = facts_of((SAMPLES / "vllm_v1_engine.log").read_text())
+    # speculative_config=None: no speculative decoding
+    assert got["inference"] == {"engine": "vllm", "max_model_len": 16384, "tensor_parallel_size": 1,
+                                "speculative": False}

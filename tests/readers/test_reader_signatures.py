@@ -1,0 +1,77 @@
+"""Message signatures: required literals, matching against the knowledge, `sets` facts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import kb
+from kb.readers.signatures import Matcher, Signature, apply, compile_signatures, literals_of, required_literal
+
+
+@pytest.mark.parametrize(("pattern", "literal"), [
+    (r"CUDA out of memory\. Tried to allocate .* is reserved by PyTorch but unallocated", " is reserved by PyTorch but unallocated"),
+    (r"NCCL INFO Bootstrap ?: Using \[?0?\]? ?(lo|docker\d*):", "NCCL INFO Bootstrap"),
+    (r"via NET/IB/\d+/GDRDMA", "via NET/IB/"),
+    (r"abcd+e", "abcd"),
+    (r"abcde?f", "abcd"),
+    (r"x{2,3}yyyy", "yyyy"),
+    (r"[abc]+\d", ""),
+])
+def test_required_literal(pattern: str, literal: str) -> None:
+    assert required_literal(pattern) == literal
+
+
+def test_alternatives_and_flags() -> None:
+    assert literals_of(r"(Out of memory|Memory cgroup out of memory): Killed process \d+") == (": Killed process ",)
+    assert literals_of(r"alpha one|beta two") == ("alpha one", "beta two")
+    assert literals_of(r"ab|beta two") == ()  # one alternative without a usable literal
+    assert literals_of(r"(?i)cuda error") == ()
+
+
+def test_every_knowledge_literal_is_in_what_its_pattern_matches() -> None:
+    # the literal is taken from the pattern; a match must contain it, or the fast path would
+    # miss messages the regex accepts. Checked on the pattern with its regex syntax replaced by
+    # a sample of what it accepts, where that is simple to build.
+    for sig in compile_signatures(kb.load_knowledge()):
+        for lit in sig.literals:
+            assert lit and lit in re.sub(r"\\(.)", r"\1", sig.regex.pattern), (sig.cause, lit)
+
+
+def test_knowledge_signatures_match_real_messages() -> None:
+    # verbatim messages (tests/fixtures/formats, sources in SOURCES.md)
+    text = "\n".join([
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacty "
+        "of 23.65 GiB of which 1.66 GiB is free. Including non-PyTorch memory, this process has 20.81 GiB memory in "
+        "use. Of the allocated memory 12.09 GiB is allocated by PyTorch, and 4.84 GiB is reserved by PyTorch but "
+        "unallocated.",
+        "10-90-43-152:120890:121560 [0] NCCL INFO Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA",
+    ])
+    m = Matcher()
+    m.scan(text)
+    causes = [h.cause for h in m.found()]
+    assert "oom.allocator_reserved_unallocated" in causes and "nccl.gdr_disabled" in causes
+    facts: dict = {}
+    notes: list[str] = []
+    apply(facts, m.found(), notes, "t")
+    assert facts["oom"]["occurred"] is True and facts["distributed"]["gdr_enabled"] is True
+    assert any("message of nccl.gdr_disabled" in n for n in notes)
+
+
+def test_stated_fact_wins_over_signature_sets() -> None:
+    sig = Signature("x.y", re.compile("boom"), ("boom",), {"distributed.gdr_enabled": True})
+    m = Matcher([sig])
+    m.scan("a\nboom here\n")
+    facts = {"distributed": {"gdr_enabled": False}}
+    notes: list[str] = []
+    apply(facts, m.found(), notes, "t")
+    assert facts == {"distributed": {"gdr_enabled": False}, "signatures": ["x.y"]}
+    assert any("kept the text's value" in n for n in notes)
+
+
+def test_literal_free_patterns_still_match() -> None:
+    sig = Signature("a.b", re.compile(r"\d+ errs"), (), {})
+    m = Matcher([sig])
+    m.scan("x\n12 errs\n")
+    assert [h.line for h in m.found()] == ["12 errs"]

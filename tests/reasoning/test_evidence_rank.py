@@ -1,0 +1,107 @@
+"""Hypotheses ranked by evidence, not by a fixed order; chains across branches in causal order."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import kb
+from kb.engine import knowledge as knowledge_mod
+from kb.engine.diagnosis import Reasoner
+
+ROOT = Path(__file__).resolve().parents[2]
+BARE_OOM = {"symptom": "oom", "oom": {"occurred": True}}
+
+
+def _hyp_order(facts: dict) -> list[str]:
+    return [h.cause_id for h in kb.diagnose(facts).hypotheses]
+
+
+def test_order_follows_a_matched_signature() -> None:
+    base = _hyp_order(BARE_OOM)
+    assert len(base) >= 3
+    for cid in base[1:3]:
+        moved = _hyp_order({**BARE_OOM, "signatures": [cid]})
+        assert moved[0] == cid, (cid, moved[:3])
+
+
+def test_a_signature_alone_never_confirms() -> None:
+    for cid in _hyp_order(BARE_OOM)[:3]:
+        rep = kb.diagnose({**BARE_OOM, "signatures": [cid]})
+        assert cid not in [f.cause_id for f in rep.findings]
+
+
+def test_order_follows_evidence_on_the_path() -> None:
+    # a reading that holds on one cause's path lifts it above the others
+    eval_oom = _hyp_order({"symptom": "oom", "oom": {"occurred": True, "phase": "eval"}})
+    assert eval_oom[0] == "oom.eval_no_grad"
+    assert "oom.fragmentation" not in eval_oom[:1]
+
+
+def test_users_words_name_a_cause(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "graphs"
+    shutil.copytree(ROOT / "graphs", root)
+    p = root / "oom" / "fragmentation.yaml"
+    text = p.read_text(encoding="utf-8")
+    p.write_text(text.replace("\nseverity:", "\nwords: {en: [fragmented], zh: [碎片]}\nseverity:", 1),
+                 encoding="utf-8")
+    monkeypatch.setenv("KB_NO_CACHE", "1")
+    kn2 = knowledge_mod.load(root, use_cache=False)
+    rep = kb.diagnose({**BARE_OOM, "symptom_text": "显存碎片太多，OOM 了"}, knowledge=kn2)
+    assert rep.hypotheses[0].cause_id == "oom.fragmentation"
+    assert not rep.findings
+
+
+@pytest.fixture()
+def chained(tmp_path: Path, monkeypatch):
+    root = tmp_path / "graphs"
+    shutil.copytree(ROOT / "graphs", root)
+    p = root / "oom" / "eval_no_grad.yaml"
+    text = p.read_text(encoding="utf-8")
+    p.write_text(text.replace("\nseverity:", "\nleads_to: [\"branch:nccl\"]\nseverity:", 1),
+                 encoding="utf-8")
+    monkeypatch.setenv("KB_NO_CACHE", "1")
+    return knowledge_mod.load(root, use_cache=False)
+
+
+def test_chain_names_the_first_cause_first(chained) -> None:
+    # one rank ran out of memory in evaluation; the others then time out in a collective
+    facts = {"oom": {"occurred": True, "phase": "eval", "in_no_grad": False},
+             "distributed": {"watchdog_timeout": True, "timeout_op": "ALLREDUCE",
+                             "outlier_ranks": [3], "world_size": 8}}
+    d = Reasoner(chained).diagnose(kb.facts.facts_model(chained).model_validate(facts))
+    confirmed = [r.cause_id for r in d.confirmed]
+    assert "oom.eval_no_grad" in confirmed and any(c.startswith("nccl.") for c in confirmed)
+    assert confirmed[0] == "oom.eval_no_grad"
+    first = d.confirmed[0]
+    assert all(c.startswith("nccl.") for c in first.leads_to) and first.leads_to
+
+
+def test_an_applied_fix_is_not_proposed_again() -> None:
+    base = {"symptom": "inference", "inference": {"preemptions": 37, "kv_cache_usage": 0.99,
+                                                   "num_waiting": 11, "num_running": 58}}
+    low = kb.diagnose({**base, "inference": {**base["inference"], "gpu_memory_utilization": 0.8}})
+    high = kb.diagnose({**base, "inference": {**base["inference"], "gpu_memory_utilization": 0.95}})
+
+    def commands(rep) -> list[str]:
+        f = next(x for x in rep.findings if x.cause_id == "inference.kv_cache_preemption")
+        return [x.command for x in f.fixes]
+
+    assert any("--gpu-memory-utilization 0.92" in c for c in commands(low))
+    assert not any("--gpu-memory-utilization" in c for c in commands(high))
+    assert commands(high)  # the other fixes stay
+
+
+def test_oom_on_one_rank_then_timeout_on_the_others() -> None:
+    """The bundled knowledge: an OOM in evaluation on rank 3, the other ranks time out in an
+    all_reduce. Both are named, the OOM first, and it says what it set off."""
+    rep = kb.diagnose({
+        "oom": {"occurred": True, "phase": "eval", "in_no_grad": False},
+        "distributed": {"watchdog_timeout": True, "timeout_op": "ALLREDUCE", "world_size": 8,
+                        "outlier_ranks": [3], "rank_states": [{"rank": 3}]}})
+    ids = [f.cause_id for f in rep.findings]
+    assert ids[0] == "oom.eval_no_grad" and "nccl.rank_desync_timeout" in ids
+    assert rep.findings[0].leads_to == ["nccl.rank_desync_timeout"]
+    assert rep.branches[0] == "oom"
