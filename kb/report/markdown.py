@@ -91,8 +91,12 @@ def is_python(command: str) -> bool:
     first = command.strip().split("\n")[0]
     if re.match(r"^[A-Za-z_]\w*=\S", first) and "\n" not in command.strip():
         return False  # NAME=value ... is a shell assignment / env prefix
+    import warnings
+
     try:
-        ast.parse(command)
+        with warnings.catch_warnings():  # a shell line's "\(" is an invalid Python escape
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            ast.parse(command)
     except SyntaxError:
         return False
     # `nvidia-smi -q` parses as a Python expression; a Python command has a call or a statement

@@ -38,8 +38,12 @@ def _shell_ok(cmd: str) -> bool:
 
 
 def _python_ok(cmd: str) -> bool:
+    import warnings
+
     try:
-        compile(cmd, "<knowledge>", "exec")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            compile(cmd, "<knowledge>", "exec")
     except SyntaxError:
         return False
     return True

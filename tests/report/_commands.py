@@ -44,8 +44,12 @@ def _strip_comments_shell(text: str) -> str:
 
 
 def python_ok(text: str) -> str | None:
+    import warnings
+
     try:
-        return ast.dump(ast.parse(text))
+        with warnings.catch_warnings():  # shell text tried as Python: escapes warn
+            warnings.simplefilter("ignore", (DeprecationWarning, SyntaxWarning))
+            return ast.dump(ast.parse(text))
     except SyntaxError:
         return None
 
