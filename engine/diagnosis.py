@@ -40,8 +40,6 @@ class ConditionResult:
     actual: Any
     holds: bool | None
     condition: Condition
-    #: kept for renderers: conditions no longer derive facts, so it stays empty
-    basis: list["ConditionResult"] = field(default_factory=list)
 
 
 @dataclass
@@ -363,11 +361,10 @@ class Reasoner:
                 self._node_check.get(n) == chk.id for n in f_nodes) or any(
                 self._produced(f, chk.id) for f in f_facts))
             for cid, open_facts in open_by_cause.items():
-                settled = {f for f in open_facts if (f.startswith("@") and f[1:] in decides)
-                           or (not f.startswith("@") and self._produced(f, chk.id))}
+                settled = {f for f in open_facts if self._produced(f, chk.id)}
                 if settled:
                     separates.append(cid)
-                    facts_hit |= {f for f in settled if not f.startswith("@")}
+                    facts_hit |= settled
                     completes += settled == open_facts
                     likely = max(likely, confidence[cid])
             if not in_play:
@@ -415,10 +412,3 @@ class Reasoner:
             # the user reports a problem, yet the facts exclude every known cause
             return "inconclusive"
         return "healthy"
-
-
-def _conditions(clauses: list[Clause]) -> list[Condition]:
-    out: list[Condition] = []
-    for cl in clauses:
-        out.extend(cl.any if isinstance(cl, AnyOf) else [cl])
-    return out

@@ -78,9 +78,6 @@ class GraphState:
     def value(self, node: str) -> int:
         return self.node.get(node, FAILS)
 
-    def steps_into(self, node: str) -> list[Step]:
-        return [s for _, _, s in self.static.into[node]]
-
     def path(self, node: str) -> tuple[list[str], list[Step]]:
         """The best path from a root in play to ``node``: only holding steps when it holds,
         else the one with the fewest unknown steps. Empty when it is ruled out."""

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from .compat import experta
 from .conditions import evaluate_clause, resolve_value, test
+from .evaluate import HOLDS, evaluate_graph
 from .knowledge import AnyOf, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts
 
@@ -144,7 +145,6 @@ class _Part:
         self.branch, self._specs, self._kn, self._overrides = branch, specs, kn, overrides
         self.root = kn.branches[branch].root
         self._engine: Any = None  # built on first use: most runs touch one or two branches
-        self._ready = False
         self.used = set().union(*(clause_facts(s[2]) for s in specs))
         self._entry = [c for s in specs if s[3] is None for c in s[2]]
 
@@ -164,26 +164,15 @@ class _Part:
             return RunResult()
         eng = self.engine
         eng._kb_result = RunResult()
-        if not self._ready:
-            eng.reset()  # once: resetting walks the whole RETE network (~10k nodes)
-            self._ready = True
+        eng.reset()
         declared = [_PathFact(path=p, value=v) for p, v in relevant.items()]
         if self.root in reached:
             eng._kb_result.reached[self.root] = f"entry:{self.branch}:words"
             eng._kb_result.fired.append(f"entry:{self.branch}:words")
             declared.append(_Reached(node=self.root))
-        try:
-            if declared:  # one declare call: experta recomputes activations once per call
-                eng.declare(*declared)
-            eng.run()
-        finally:
-            # take this run's facts back out: retracting touches only the tokens they made,
-            # so the network is clean for the next run at a fraction of reset()'s cost
-            # (tests/reasoning/test_graph_runs.py runs many diagnoses on one engine)
-            gone = [f for f in eng.facts.values() if isinstance(f, (_PathFact, _Reached))]
-            for f in gone:
-                eng.retract(f)
-            eng.agenda.activations.clear() if hasattr(eng.agenda, "activations") else None
+        if declared:  # one declare call: experta recomputes activations once per call
+            eng.declare(*declared)
+        eng.run()
         return eng._kb_result
 
 
@@ -223,11 +212,10 @@ class GraphRunner:
     def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None) -> None:
         self._kn, self._overrides = kn, overrides
         self._entries = [s for s in rule_specs(kn) if s[3] is None]
+        self._branch_of_root = {b.root: b.id for b in kn.branches.values()}
 
     def run(self, facts: dict[str, Any], roots: set[str] | frozenset[str] = frozenset()
             ) -> RunResult:
-        from .evaluate import HOLDS, evaluate_graph
-
         out = RunResult()
         reached_roots = set(roots)
         for rule_id, branch, clauses, _src, target in self._entries:
@@ -235,12 +223,10 @@ class GraphRunner:
                 out.fired.append(rule_id)
                 reached_roots.add(target)
                 out.reached.setdefault(target, rule_id)
-        for r in roots:
+        for r in roots:  # put in play by the user's words, as experta is told
             if r not in out.reached:
-                b = self._kn.branches[next(iter(
-                    x for x in self._kn.branches if self._kn.branches[x].root == r))].id
-                out.reached[r] = f"entry:{b}:words"
-                out.fired.append(f"entry:{b}:words")
+                out.reached[r] = f"entry:{self._branch_of_root[r]}:words"
+                out.fired.append(out.reached[r])
         state = evaluate_graph(self._kn, facts, reached_roots, self._overrides)
         for n in state.static.order:
             if state.node.get(n) != HOLDS:

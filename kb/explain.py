@@ -40,7 +40,7 @@ class CheckRef(BaseModel):
 class PathStep(BaseModel):
     """One node on the way from the symptom to the cause."""
 
-    node: str = Field(description="graph node id: symptom, branch:<id>, node:<id> or the cause id")
+    node: str = Field(description="graph node id: symptom, branch:<id>, a decision node id or the cause id")
     type: str = Field(description="symptom, branch, decision or cause")
     kind: str | None = Field(None, description="decision-node kind: start, question, tool, problem ...")
     label: str
@@ -97,46 +97,21 @@ def unknown_cause(cause_id: str, kn: Knowledge) -> UnknownCauseError:
 
 
 class _Words:
-    """Conditions in words, with thresholds resolved and decision facts spelled out."""
+    """Conditions in words, with thresholds (and their overrides) resolved."""
 
     def __init__(self, kn: Knowledge, lang: str, overrides: dict[str, float] | None) -> None:
         self.kn = kn
         self.lang = lang
         self.overrides = overrides or {}
         self.units = fact_units()
-        self._nodes = {n.id: (b, n) for b in kn.branches.values() for n in b.nodes}
 
     def cond(self, c: Condition) -> str:
-        if c.fact.startswith("decision.") and c.op == "==":
-            return self.decision(c.fact[len("decision."):], c.value)
-        if c.fact.startswith("branch.") and c.fact[len("branch."):] in self.kn.branches:
-            return self.kn.branches[c.fact[len("branch."):]].title.get(self.lang)
         return describe(c, self.kn, self.lang, self.units, self.overrides)
-
-    def decision(self, node_id: str, answer: Any) -> str:
-        """``Is the GPU almost idle? -> yes (gpu.utilization_samples.mean below 40 %)``."""
-        found = self._nodes.get(node_id)
-        if found is None:
-            return f"decision.{node_id} = {answer}"
-        branch, node = found
-        for e in branch.edges:
-            if e.source == node_id and e.answer == answer:
-                said = e.label.get(self.lang) if e.label else str(answer)
-                when = "; ".join(self.cond(c) for c in _flat(e.when))
-                return f"{node.label.get(self.lang)} → {said}" + (f" ({when})" if when else "")
-        return f"{node.label.get(self.lang)} → {answer}"
 
     def clause(self, cl: Clause) -> str:
         if isinstance(cl, AnyOf):
             return wording(self.kn, "explain", "or", self.lang).join(self.cond(c) for c in cl.any)
         return self.cond(cl)
-
-
-def _flat(clauses: list[Clause]) -> list[Condition]:
-    out: list[Condition] = []
-    for cl in clauses:
-        out.extend(cl.any if isinstance(cl, AnyOf) else [cl])
-    return out
 
 
 def _text(t: Any, lang: str) -> str:

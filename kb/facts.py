@@ -21,15 +21,6 @@ def facts_model(kn: Any = None) -> type[BaseModel]:
     return kn.facts_model()
 
 
-def branches(kn: Any = None) -> tuple[str, ...]:
-    """The branch ids, in the knowledge's order."""
-    if kn is None:
-        from kb.loaded import load_knowledge
-
-        kn = load_knowledge()
-    return tuple(kn.branches)
-
-
 _UNITS: dict[str, dict[str, str]] = {}
 
 
@@ -49,6 +40,4 @@ def __getattr__(name: str) -> Any:
     # lazily: building the model needs the knowledge, which `kb --help` never loads
     if name == "Facts":
         return facts_model()
-    if name == "BRANCHES":
-        return branches()
     raise AttributeError(name)

@@ -9,6 +9,7 @@ warning. Only values a :class:`~kb.facts.Facts` field can hold are extracted.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[-_]", " ", text.lower()).split())
 
 
+@lru_cache(maxsize=4096)  # every branch's and cause's words, on every diagnosis with text
 def _ascii_word(w: str) -> re.Pattern[str]:
     w = _norm(w)
     # whole words only, at the ends that are letters or digits (".item()" may follow "tensor")
@@ -57,9 +59,9 @@ def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
 def quoted_messages(text: str, kn: Knowledge) -> list[str]:
     """Causes whose message signatures occur in ``text`` (the user quoting what a tool
     printed, e.g. "Unsupported: inline in skipfiles: Logger.info")."""
-    from kb.readers.signatures import Matcher, compile_signatures
+    from kb.readers.signatures import Matcher, signatures_for
 
-    m = Matcher(compile_signatures(kn))
+    m = Matcher(signatures_for(kn))
     m.scan(text)
     return list(dict.fromkeys(h.cause for h in m.found()))
 

@@ -107,3 +107,10 @@ def test_unknown_file_given_explicitly_is_a_clear_error(tmp_path: Path) -> None:
     r = run("--input", str(p))
     assert r.returncode in (0, 3) and "Traceback" not in r.stderr
     assert any(str(p) in w and "no known fact" in w for w in json.loads(r.stdout)["warnings"])
+
+
+def test_a_missing_input_path_is_an_error_not_text(tmp_path: Path) -> None:
+    # any readable text is accepted, but a mistyped path must not be read as text
+    r = run("--input", str(tmp_path / "no_such.log"))
+    assert r.returncode == 2
+    assert "no_such.log: no such file or directory" in r.stderr and "Traceback" not in r.stderr

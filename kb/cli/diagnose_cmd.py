@@ -68,7 +68,9 @@ def gather_facts(facts: Optional[Path], inputs: list[str], input_format: Optiona
         from kb.facts_io import load_facts_file
 
         explicit = load_facts_file("-")  # stdin, bounded in size and depth
-    got = gather(explicit, inputs=list(inputs), input_format=input_format, symptom=symptom)
+    # on the command line every --input names a path (or `-`): a typo is an error, not text
+    paths = [i if i == "-" else Path(i) for i in inputs]
+    got = gather(explicit, inputs=paths, input_format=input_format, symptom=symptom)
     if facts is not None and str(facts) == "-":
         got.sources = {("-" if k == "facts" else k): v for k, v in got.sources.items()}
     return got

@@ -164,18 +164,6 @@ class Wording:
     def clauses(self, clauses: Iterable[Clause]) -> str:
         return self.t("and").join(self.clause(c) for c in clauses)
 
-    def answer(self, node_id: str, value: Any) -> str | None:
-        """``decision.<node> == <answer>`` in words: the question and the chosen edge's label."""
-        found = self.nodes.get(node_id)
-        if found is None:
-            return None
-        b, node = found
-        for e in b.edges:
-            if e.source == node_id and e.answer == value:
-                label = e.label.get(self.lang) if e.label else str(value)
-                return f"{node.label.get(self.lang)} → {label}"
-        return f"{node.label.get(self.lang)} → {value}"
-
     def edge_label(self, edge: Any) -> str:
         parts = []
         if edge.label is not None:

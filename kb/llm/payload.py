@@ -87,10 +87,7 @@ def fill(template: str, values: dict[str, str]) -> str:
 
 
 def _evidence(e: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"fact": e.fact, "condition": e.condition}
-    if not e.fact.startswith("decision."):
-        out["value"] = fmt_value(e.value, e.unit)
-    return out
+    return {"fact": e.fact, "condition": e.condition, "value": fmt_value(e.value, e.unit)}
 
 
 def build_payload(report: Report, kn: Knowledge, *, redact_hosts: bool = False) -> dict[str, Any]:

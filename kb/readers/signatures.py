@@ -171,18 +171,23 @@ def compile_signatures(knowledge: Any) -> list[Signature]:
     return out
 
 
-_CACHE: dict[int, list[Signature]] = {}
+_CACHE: dict[str, list[Signature]] = {}
+
+
+def signatures_for(knowledge: Any) -> list[Signature]:
+    """``knowledge``'s signatures, compiled once per knowledge version."""
+    key = f"{knowledge.digest}{knowledge.root}"
+    got = _CACHE.get(key)
+    if got is None:
+        got = _CACHE[key] = compile_signatures(knowledge)
+    return got
 
 
 def default_signatures() -> list[Signature]:
     """The bundled knowledge's signatures (compiled once per process)."""
     from kb.loaded import load_knowledge
 
-    kn = load_knowledge()
-    got = _CACHE.get(id(kn))
-    if got is None:
-        got = _CACHE[id(kn)] = compile_signatures(kn)
-    return got
+    return signatures_for(load_knowledge())
 
 
 def _line_at(text: str, pos: int) -> tuple[int, int]:

@@ -59,17 +59,14 @@ class ReportBuilder:
         return Ref(id=r.id, title=r.title, url=r.url)
 
     def evidence_list(self, crs: list[ConditionResult], holds: bool | None = True) -> list[Evidence]:
-        """Evidence for conditions with ``holds``; derived facts show what derived them."""
+        """Evidence for the conditions with ``holds``, each (fact, condition) once."""
         out: list[Evidence] = []
         for cr in crs:
             if cr.holds is not holds or cr.fact.startswith("branch."):
                 continue
             if holds and cr.op == "missing":
                 continue  # "X is not known" is not evidence of anything
-            if cr.basis:
-                out.extend(self.evidence_list(cr.basis, True))
-            else:
-                out.append(self.evidence(cr))
+            out.append(self.evidence(cr))
         seen: set[tuple[str, str]] = set()
         uniq = []
         for e in out:
@@ -97,10 +94,8 @@ class ReportBuilder:
 
     def finding(self, r: CauseResult) -> Finding:
         c = self.kn.causes[r.cause_id]
-        ev = self.evidence_list(r.conditions) + self.evidence_list(r.supporting)
-        seen: set[tuple[str, str]] = set()
-        ev = [e for e in ev if (e.fact, e.condition) not in seen
-              and not seen.add((e.fact, e.condition))]  # a supporting fact on the path: once
+        # one list, so a supporting fact that is also on the path shows once
+        ev = self.evidence_list(r.conditions + r.supporting)
         # a fix the facts show already in place is not proposed again (unless it is the only
         # one: then the finding still says what the fix is)
         todo = [f for f in c.fixes if not self.applied(f)] or list(c.fixes)
@@ -116,14 +111,8 @@ class ReportBuilder:
                        path=list(r.path), leads_to=list(r.leads_to), fixes=fixes, verify=verify, references=[self.ref(x) for x in c.references])
 
     def _because(self, r: CauseResult) -> list[Evidence]:
-        """Why a cause is excluded: the failed conditions, or for a decision that went the
-        other way, the observed facts behind that other answer."""
-        out: list[Evidence] = []
-        for cr in r.conditions:
-            if cr.holds is not False:
-                continue
-            out.extend(self.evidence_list(cr.basis, True) if cr.basis else [self.evidence(cr)])
-        return out
+        """Why a cause is excluded: the conditions of the steps that cut every path to it."""
+        return [self.evidence(cr) for cr in r.conditions if cr.holds is False]
 
     def build(self, d: Diagnosis, facts: Facts, *, warnings: list[str],
               inputs: dict[str, str], kb_version: str, conflicts: bool = False) -> Report:

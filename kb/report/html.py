@@ -289,9 +289,8 @@ def render(report: Report, kn: Knowledge, facts: Any = None) -> str:
              + "</tr></thead><tbody>")
     for f in report.findings:
         ev = "".join(f"<li>{_e(e.condition)}"
-                     + ("" if e.fact.startswith("decision.") else
-                        f' <span class="dim">({_e(fact_name(kn, e.fact, lang))} = '
-                        f'{_e(short_value(e.value, e.unit))})</span>') + "</li>"
+                     f' <span class="dim">({_e(fact_name(kn, e.fact, lang))} = '
+                     f'{_e(short_value(e.value, e.unit))})</span></li>'
                      for e in f.evidence[:6])
         fixes = "".join(f"<li>{_e(x.text)}{_pre(x.command)}</li>" for x in f.fixes)
         ver = "".join(f"<li>{_e(v.text)} <span class=\"dim\">({_e(v.expect)})</span>{_pre(v.command)}</li>"
@@ -324,8 +323,7 @@ def render(report: Report, kn: Knowledge, facts: Any = None) -> str:
         h.append(f"<h2>{_e(t('headings', 'hypotheses'))}</h2><ul>")
         for hy in report.hypotheses:
             miss = t("punct", "list").join(
-                _e(fact_name(kn, m, lang)) + ("" if m.startswith("decision.") else f" <code>{_e(m)}</code>")
-                for m in hy.missing)
+                f"{_e(fact_name(kn, m, lang))} <code>{_e(m)}</code>" for m in hy.missing)
             by = t("punct", "list").join(_e(x) for x in settles.get(hy.cause_id, []))
             h.append(f"<li><strong>{_e(hy.title)}</strong> <code>{_e(hy.cause_id)}</code>"
                      f"<br>{_e(t('labels', 'missing'))}{colon}{miss or _e(t('labels', 'none'))}"
@@ -336,9 +334,8 @@ def render(report: Report, kn: Knowledge, facts: Any = None) -> str:
         h.append(f"<h2>{_e(heading)}</h2><ul>")
         for r in report.ruled_out:
             why = t("punct", "semicolon").join(
-                _e(e.condition) + ("" if e.fact.startswith("decision.") else
-                                   f" ({_e(fact_name(kn, e.fact, lang))} = {_e(short_value(e.value, e.unit))})")
-                for e in r.because)
+                f"{_e(e.condition)} ({_e(fact_name(kn, e.fact, lang))} = "
+                f"{_e(short_value(e.value, e.unit))})" for e in r.because)
             h.append(f"<li><strong>{_e(r.title)}</strong> <code>{_e(r.cause_id)}</code>{colon}"
                      f"{_e(t('labels', 'because'))} {why}</li>")
         h.append("</ul>")

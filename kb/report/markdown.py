@@ -121,16 +121,13 @@ def evidence_text(e: Any, kn: Knowledge, lang: str, fails: str = "") -> str:
     text = esc(e.condition)
     if e.holds is False and fails:
         text = f"{fails} {text}"
-    if e.fact.startswith("decision."):
-        return text
     return f"{text} ({esc(fact_name(kn, e.fact, lang))} = {esc(short_value(e.value, e.unit))})"
 
 
 def missing_text(path: str, kn: Knowledge, lang: str) -> str:
-    """A missing fact as the user can supply it: its name and its path in the facts file; a
-    decision the engine derives is shown as the question of the graph it answers."""
+    """A missing fact as the user can supply it: its name and its path in the facts file."""
     name = esc(fact_name(kn, path, lang))
-    return name if path.startswith("decision.") or name == esc(path) else f"{name} ({code(path, False)})"
+    return name if name == esc(path) else f"{name} ({code(path, False)})"
 
 
 def finding_path(f: Finding) -> list[str]:

@@ -356,8 +356,7 @@ def render(report: Report, kn: Knowledge, *, width: int | None = None,
         for h in report.hypotheses:
             body = Text(h.title, style="bold") + Text(f"  {h.cause_id}", style="dim")
             miss = t("punct", "list").join(
-                fact_name(kn, m, lang) + ("" if m.startswith("decision.") else f" ({m})")
-                for m in h.missing)
+                f"{fact_name(kn, m, lang)} ({m})" for m in h.missing)
             if miss:
                 body.append(f"\n{t('labels', 'missing')}{colon}{miss}")
             if settles.get(h.cause_id):
@@ -403,7 +402,5 @@ def render(report: Report, kn: Knowledge, *, width: int | None = None,
 
 def _evidence(e: Any, kn: Knowledge, lang: str, fails: str = "") -> Text:
     text = Text(f"{fails} {e.condition}" if (e.holds is False and fails) else e.condition)
-    if not e.fact.startswith("decision."):
-        text.append(f" ({fact_name(kn, e.fact, lang)} = {short_value(e.value, e.unit)})",
-                    style="dim")
+    text.append(f" ({fact_name(kn, e.fact, lang)} = {short_value(e.value, e.unit)})", style="dim")
     return text

@@ -51,7 +51,7 @@ def fact_name(kn: Knowledge, path: str, lang: str) -> str:
     """The user-facing name of a fact path (``report.yaml`` ``fact_names``).
 
     Summaries (``.mean``, ``.count``...), dictionary keys (``compile.graph_break_reasons.print``),
-    environment variables and the engine's ``decision.<node>`` facts are worded too, so a report
+    and environment variables are worded too, so a report
     never shows an internal name without saying what it means. Unknown paths stay as they are.
     """
     lang = "zh" if lang == "zh" else "en"
@@ -60,9 +60,6 @@ def fact_name(kn: Knowledge, path: str, lang: str) -> str:
     summ: dict[str, Any] = rt.get("fact_summaries") or {}
     if path in names:
         return str(names[path][lang])
-    if path.startswith("decision."):
-        # a decision the engine derives: the question of the graph it answers
-        return node_label(kn, path[len("decision."):], lang)
     if path.startswith("env.") and "env" in summ:
         return str(summ["env"][lang]).format(key=path[len("env."):])
     head, _, tail = path.rpartition(".")

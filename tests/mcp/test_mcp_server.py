@@ -42,7 +42,8 @@ async def _session_run(fn):
                                    env={**os.environ, "KB_NO_CACHE": "1"})
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
-            await session.initialize()
+            info = await session.initialize()
+            session.kb_server_info = info.serverInfo  # type: ignore[attr-defined]
             return await fn(session)
 
 
@@ -56,6 +57,16 @@ def payload(result) -> Any:
         sc = result.structuredContent
         return sc.get("result", sc) if isinstance(sc, dict) and set(sc) == {"result"} else sc
     return json.loads(result.content[0].text)
+
+
+def test_server_reports_kb_version() -> None:
+    import kb
+
+    async def go(s):
+        return s.kb_server_info
+
+    info = run(go)
+    assert info.version == kb.__version__ and info.name
 
 
 def test_tools_listed_with_descriptions() -> None:
