@@ -14,14 +14,13 @@ from typing import Any, Literal
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 from pydantic import BaseModel
 
 from . import rules
 from .conditions import base_path, evaluate, evaluate_clause, flatten
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
 from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
-from .steps import clause_facts, decision_graph
+from .steps import build_steps, clause_facts, graph_index
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 
@@ -116,9 +115,13 @@ class Reasoner:
         # "graph": the rules as a walk of the graph (fast); "experta": the RETE engine. Both
         # run the rules generated from the graph's steps and are held equal by a test.
         self.engine = engine or os.environ.get("KB_ENGINE", "graph")
-        self._runner: Any = (rules.Runner(kn, self.overrides) if self.engine == "experta"
-                             else rules.GraphRunner(kn, self.overrides))
-        self.graph = decision_graph(kn)
+        if self.engine == "experta":
+            from .rete import Runner  # experta only when asked for
+
+            self._runner: Any = Runner(kn, self.overrides)
+        else:
+            self._runner = rules.GraphRunner(kn, self.overrides)
+        index = graph_index(kn)
         self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
         self._check_produces = {c.id: frozenset(c.produces) for c in kn.checks.values()}
         self._produced_memo: dict[tuple[str, str], bool] = {}
@@ -126,15 +129,14 @@ class Reasoner:
         # which check decides which node, the facts its outgoing steps test, its depth
         self._node_check: dict[str, str] = {}
         self._edge_facts: dict[str, set[str]] = {}
-        self._depth: dict[str, int] = {}
+        self._depth: dict[str, int] = dict(index.depth)
         for b in kn.branches.values():
-            self._depth.update(nx.single_source_shortest_path_length(self.graph, b.root))
             for node in b.nodes:
                 if node.check:
                     self._node_check[node.id] = node.check
-        for u, _v, d in self.graph.edges(data=True):
-            facts = {base_path(f) for f in clause_facts(d["step"].clauses)}
-            self._edge_facts.setdefault(u, set()).update(facts)
+        for st in build_steps(kn):
+            facts = {base_path(f) for f in clause_facts(st.clauses)}
+            self._edge_facts.setdefault(st.source, set()).update(facts)
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 
@@ -298,6 +300,10 @@ class Reasoner:
         conf = [r for r in results if r.state == "confirmed"]
         for a in conf:
             a.leads_to = [b.cause_id for b in conf if b is not a and self._leads(a, b)]
+        if not any(a.leads_to for a in conf):
+            return results
+        import networkx as nx  # only for a chain of confirmed causes
+
         g = nx.DiGraph()
         g.add_nodes_from(range(len(conf)))
         g.add_edges_from((i, j) for i, a in enumerate(conf) for j, b in enumerate(conf)

@@ -12,11 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-import networkx as nx
-
 from .conditions import evaluate_clause
 from .knowledge import Clause, Knowledge
-from .steps import Step, decision_graph
+from .steps import Step, graph_index, step_map
 
 HOLDS, UNKNOWN, FAILS = 2, 1, 0
 
@@ -35,31 +33,30 @@ def clauses_value(clauses: Iterable[Clause], facts: dict[str, Any], kn: Knowledg
 
 
 class _Static:
-    """What a diagnosis reads of the graph, computed once per graph: the topological order,
-    each node's incoming steps and each cause's ancestors (networkx does the graph work)."""
+    """What a diagnosis reads of the graph, once per knowledge: the topological order, each
+    node's incoming steps and ancestors, from the knowledge's :class:`GraphIndex`."""
 
-    def __init__(self, g: nx.MultiDiGraph) -> None:
-        self.order = list(nx.topological_sort(g))
+    def __init__(self, kn: Knowledge) -> None:
+        ix = graph_index(kn)
+        steps = step_map(kn)
+        self.order = ix.order
         self.into: dict[str, list[tuple[str, str, Step]]] = {
-            n: [(u, k, d["step"]) for u, _, k, d in g.in_edges(n, keys=True, data=True)]
-            for n in g}
-        self.ancestors: dict[str, frozenset[str]] = {}
-        self.branch = {n: g.nodes[n]["branch"] for n in g}
+            n: [(u, k, steps[k]) for u, k in edges] for n, edges in ix.into.items()}
+        self.ancestors = ix.ancestors
+        self.branch = ix.branch
 
-    def upstream(self, g: nx.MultiDiGraph, node: str) -> frozenset[str]:
-        got = self.ancestors.get(node)
-        if got is None:
-            got = self.ancestors[node] = frozenset(nx.ancestors(g, node) | {node})
-        return got
+    def upstream(self, node: str) -> list[str]:
+        return self.ancestors.get(node, [node])
 
 
-_STATIC: dict[int, _Static] = {}
+_STATIC: dict[str, _Static] = {}
 
 
-def _static(g: nx.MultiDiGraph) -> _Static:
-    st = _STATIC.get(id(g))
+def static_of(kn: Knowledge) -> _Static:
+    key = kn.digest + kn.root
+    st = _STATIC.get(key)
     if st is None:
-        st = _STATIC[id(g)] = _Static(g)
+        st = _STATIC[key] = _Static(kn)
     return st
 
 
@@ -68,7 +65,6 @@ class GraphState:
     """The value of every node and step of the branches in play, and for each node reached
     or open the best step into it (holding first, then the fewest unknown steps)."""
 
-    graph: nx.MultiDiGraph
     roots: set[str]
     node: dict[str, int]
     step: dict[str, int]
@@ -96,14 +92,14 @@ class GraphState:
 
     def open_steps(self, node: str) -> list[Step]:
         """The unknown steps on the paths that can still reach ``node``: what to measure."""
-        up = self.static.upstream(self.graph, node)
+        up = self.static.upstream(node)
         return [s for n in sorted(up) for u, k, s in self.static.into[n]
                 if self.step.get(k) == UNKNOWN and self.value(u) != FAILS
                 and self.value(n) != FAILS]
 
     def failing_steps(self, node: str) -> list[Step]:
         """The failing steps that cut every path to ``node`` (their parent is not itself cut)."""
-        up = self.static.upstream(self.graph, node)
+        up = self.static.upstream(node)
         return [s for n in sorted(up) for u, k, s in self.static.into[n]
                 if self.step.get(k) == FAILS and self.value(u) != FAILS]
 
@@ -112,8 +108,7 @@ def evaluate_graph(kn: Knowledge, facts: dict[str, Any], roots: set[str],
                    overrides: dict[str, float] | None = None) -> GraphState:
     """Evaluate the branches whose roots are in ``roots`` (a root in play holds), in the
     graph's topological order; each node keeps its best incoming step for :meth:`path`."""
-    g = decision_graph(kn)
-    st = _static(g)
+    st = static_of(kn)
     branches = {st.branch[r] for r in roots}
     node: dict[str, int] = {}
     step: dict[str, int] = {}
@@ -139,4 +134,4 @@ def evaluate_graph(kn: Knowledge, facts: dict[str, Any], roots: set[str],
             if pick is None or v > val or (v == val and c < here):
                 val, here, pick = v, c, (u, s)
         node[n], cost[n], best[n] = val, here, pick
-    return GraphState(graph=g, roots=set(roots), node=node, step=step, best=best, static=st)
+    return GraphState(roots=set(roots), node=node, step=step, best=best, static=st)

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from .errors import KnowledgeError
 from .schema import FactSchema, build_model
@@ -141,9 +141,11 @@ class Signature(_Model):
     sets: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _compiles(self) -> "Signature":
+    def _compiles(self, info: ValidationInfo) -> "Signature":
         import re
 
+        if info.context and info.context.get("cached"):
+            return self  # compiled when the cache was written; matching compiles it again
         try:
             re.compile(self.pattern)
         except re.error as exc:
@@ -283,6 +285,23 @@ class References(_Model):
     references: list[Reference] = Field(min_length=1)
 
 
+class GraphIndex(_Model):
+    """What a diagnosis asks of the decision graph, answered by networkx when the knowledge
+    is loaded (:func:`engine.steps.compute_index`) and cached with it, so that a diagnosis
+    runs without importing a graph library."""
+
+    #: every node in a topological order of the decision graph
+    order: list[str]
+    #: node -> its incoming steps as (parent node, step id)
+    into: dict[str, list[tuple[str, str]]]
+    #: node -> its ancestors and itself
+    ancestors: dict[str, list[str]]
+    #: node -> the length of the shortest path from its branch's root
+    depth: dict[str, int]
+    #: node -> its branch
+    branch: dict[str, str]
+
+
 class Knowledge(_Model):
     """The whole validated knowledge base. Built by :func:`load`, never by hand."""
 
@@ -297,6 +316,8 @@ class Knowledge(_Model):
     sop: dict[str, Any]
     report_text: dict[str, Any]
     fact_schema: FactSchema
+    #: the decision graph's queries, filled by :func:`load` (None: computed on first use)
+    index: GraphIndex | None = None
 
     def facts_model(self) -> type[BaseModel]:
         """The input model the fact schema describes (built once per knowledge)."""
@@ -406,12 +427,15 @@ def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
     cache = _cache_path(digest) if use_cache else None
     if cache is not None and cache.is_file():
         try:
-            kn = Knowledge.model_validate_json(cache.read_bytes())
+            kn = Knowledge.model_validate_json(cache.read_bytes(), context={"cached": True})
             if kn.root == str(root):
                 return kn
         except (OSError, ValueError):  # a damaged or foreign cache is rebuilt
             pass
     kn = _load_uncached(root, digest)
+    from .steps import compute_index  # networkx: only when the knowledge is (re)built
+
+    kn = kn.model_copy(update={"index": compute_index(kn)})
     if cache is not None:
         _write_cache(cache, kn)
     return kn

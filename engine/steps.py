@@ -11,11 +11,12 @@ these steps, so what is drawn is what runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+from .knowledge import Clause, GraphIndex, Knowledge, Text
 
-from .knowledge import Clause, Knowledge, Text
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,25 @@ def _answer_defs(kn: Knowledge, branch: str) -> dict[tuple[str, str], list[tuple
     return out
 
 
+_STEPS: dict[str, list[Step]] = {}
+
+
 def build_steps(kn: Knowledge) -> list[Step]:
-    """Every step of the knowledge, in a stable order (branch file order, then causes)."""
+    """Every step of the knowledge, in a stable order (branch file order, then causes);
+    built once per knowledge."""
+    key = kn.digest + kn.root
+    got = _STEPS.get(key)
+    if got is None:
+        got = _STEPS[key] = _build_steps(kn)
+    return got
+
+
+def step_map(kn: Knowledge) -> dict[str, Step]:
+    """Step id -> step."""
+    return {s.id: s for s in build_steps(kn)}
+
+
+def _build_steps(kn: Knowledge) -> list[Step]:
     out: list[Step] = []
     seen: dict[tuple[str, str], int] = {}
 
@@ -83,10 +101,12 @@ def build_steps(kn: Knowledge) -> list[Step]:
     return out
 
 
-_GRAPHS: dict[str, nx.MultiDiGraph] = {}
+_GRAPHS: dict[str, "nx.MultiDiGraph"] = {}
 
 
-def _graph(kn: Knowledge) -> nx.MultiDiGraph:
+def _graph(kn: Knowledge) -> "nx.MultiDiGraph":
+    import networkx as nx  # not on a diagnosis's path: it reads the cached GraphIndex
+
     g = nx.MultiDiGraph()
     for b in kn.branches.values():
         for n in b.nodes:
@@ -98,7 +118,7 @@ def _graph(kn: Knowledge) -> nx.MultiDiGraph:
     return g
 
 
-def decision_graph(kn: Knowledge) -> nx.MultiDiGraph:
+def decision_graph(kn: Knowledge) -> "nx.MultiDiGraph":
     """The decision graph of every branch: nodes are node/cause ids, edges keyed by step id,
     each carrying its :class:`Step` (built once per knowledge)."""
     key = kn.digest + kn.root
@@ -106,6 +126,38 @@ def decision_graph(kn: Knowledge) -> nx.MultiDiGraph:
     if g is None:
         g = _GRAPHS[key] = _graph(kn)
     return g
+
+
+def compute_index(kn: Knowledge) -> GraphIndex:
+    """Answer the diagnosis's graph queries with networkx: a topological order, incoming
+    steps, ancestors, and depth from the branch root."""
+    import networkx as nx
+
+    g = decision_graph(kn)
+    depth: dict[str, int] = {}
+    for b in kn.branches.values():
+        if b.root in g:
+            depth.update(nx.single_source_shortest_path_length(g, b.root))
+    return GraphIndex(
+        order=list(nx.topological_sort(g)),
+        into={n: [(u, k) for u, _, k in g.in_edges(n, keys=True)] for n in g},
+        ancestors={n: sorted(nx.ancestors(g, n) | {n}) for n in g},
+        depth=depth,
+        branch={n: g.nodes[n]["branch"] for n in g})
+
+
+_INDEX: dict[str, GraphIndex] = {}
+
+
+def graph_index(kn: Knowledge) -> GraphIndex:
+    """The knowledge's :class:`GraphIndex`: the cached one, else computed once."""
+    if kn.index is not None:
+        return kn.index
+    key = kn.digest + kn.root
+    got = _INDEX.get(key)
+    if got is None:
+        got = _INDEX[key] = compute_index(kn)
+    return got
 
 
 def clause_facts(clauses: tuple[Clause, ...] | list[Clause]) -> set[str]:

@@ -26,7 +26,8 @@ from kb.engine import knowledge as knowledge_mod
 from kb.engine.conditions import flatten
 from kb.engine.diagnosis import Reasoner
 from kb.engine.evaluate import HOLDS, evaluate_graph
-from kb.engine.rules import GraphRunner, Runner
+from kb.engine.rete import Runner
+from kb.engine.rules import GraphRunner
 from kb.facts import Facts
 from kb.engine.graph import validate
 from kb.engine.knowledge import iter_conditions
