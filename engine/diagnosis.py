@@ -64,6 +64,8 @@ class CauseResult:
     signature: bool = False
     #: the user's words name this cause
     mentioned: bool = False
+    #: answers the user's words give (node=answer) that lead to this cause
+    said: list[str] = field(default_factory=list)
     #: confirmed causes this one sets off (its ``leads_to``), for the causal order
     leads_to: list[str] = field(default_factory=list)
 
@@ -134,9 +136,16 @@ class Reasoner:
             for node in b.nodes:
                 if node.check:
                     self._node_check[node.id] = node.check
+        # node=answer -> the causes below that answer (the user's words may give it)
+        below: dict[str, set[str]] = {}
         for st in build_steps(kn):
             facts = {base_path(f) for f in clause_facts(st.clauses)}
             self._edge_facts.setdefault(st.source, set()).update(facts)
+            if st.answer:
+                below.setdefault(f"{st.source}={st.answer}", set()).add(st.target)
+        self._below_answer = {
+            key: {c for c in kn.causes if targets & set(index.ancestors.get(c, ()))}
+            for key, targets in below.items()}
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 
@@ -180,9 +189,11 @@ class Reasoner:
 
         seen = set(flat.get("signatures") or ())
         named = set(flat.get("mentions") or ())
+        said = list(dict.fromkeys(flat.get("said") or ()))
         for r in results:
             r.signature = r.cause_id in seen
             r.mentioned = r.cause_id in named
+            r.said = [k for k in said if r.cause_id in self._below_answer.get(k, ())]
         self._score(results)
         results.sort(key=self._rank)
         results = self._causal_order(results)
@@ -248,7 +259,9 @@ class Reasoner:
         missing = sorted({f for s in open_steps for f in clause_facts(s.clauses)
                           if f not in known})
         decided = sum(1 for s in steps if s.clauses)
-        known_steps = sum(1 for s in steps if s.clauses and state.step[s.id] == HOLDS)
+        # a step counts when it holds on something observed, not only on facts being absent
+        known_steps = sum(1 for s in steps if s.clauses and state.step[s.id] == HOLDS and any(
+            c.holds is True and c.op != "missing" for c in self._cond_results(s.clauses, known)))
         confidence = 0.5 * known_steps / decided if decided else 0.0
         return CauseResult(cause_id=cid, branch=cause.branch, state="hypothesis",
                            confidence=round(confidence, 3), severity=cause.severity,
@@ -264,8 +277,8 @@ class Reasoner:
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed
         by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1),
-        a message signature of its own seen in the inputs (2), the user's words naming it (1),
-        less the support that fails."""
+        a message signature of its own seen in the inputs (2), the user's words naming it (1)
+        or answering a question on the way to it (1 each), less the support that fails."""
         open_by_branch: dict[str, list[set[tuple]]] = {}
         held = {id(r): self._held(r) for r in results}
         for r in results:
@@ -275,8 +288,11 @@ class Reasoner:
             sib = open_by_branch.get(r.branch, [])
             n = max(1, len(sib))
             own = sum(1 - (sum(1 for h in sib if key in h) - 1) / n for key in held[id(r)])
-            r.evidence = round(own - sum(1 for c in r.supporting if c.holds is False)
-                               + 2 * r.signature + r.mentioned, 3)
+            # support that fails counts against; a fact merely absent (`exists` not met) does
+            # not: what was not collected says nothing
+            against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists")
+            r.evidence = round(own - against
+                               + 2 * r.signature + r.mentioned + len(r.said), 3)
 
     def _rank(self, r: CauseResult) -> tuple:
         state_order = {"confirmed": 0, "hypothesis": 1, "ruled_out": 2}[r.state]

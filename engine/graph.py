@@ -197,17 +197,26 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             if e.target in kn.causes:
                 problems.append(f"{place} edge {e.source}->{e.target}: a step into a cause "
                                 f"belongs in the cause's file ('under')")
+            for cond in iter_conditions(e.when):
+                check_fact(place, cond.fact)
+                check_value(place, cond.value)
+            if e.when and e.answer is None:
+                problems.append(f"{place} edge {e.source}->{e.target}: 'when' needs an 'answer'")
         for a in b.answers:
             if a.node not in ids:
                 problems.append(f"{place} answers: unknown node '{a.node}'")
             for cond in iter_conditions(a.when):
                 check_fact(place, cond.fact)
                 check_value(place, cond.value)
-            for cond in iter_conditions(e.when):
-                check_fact(place, cond.fact)
-                check_value(place, cond.value)
-            if e.when and e.answer is None:
-                problems.append(f"{place} edge {e.source}->{e.target}: 'when' needs an 'answer'")
+        given = ({(e.source, e.answer) for e in b.edges if e.answer}
+                 | {(a.node, a.answer) for a in b.answers}
+                 | {(u.node, u.answer) for c in kn.causes.values() if c.branch == b.id
+                    for u in c.under if u.answer})
+        for w in b.said:
+            if (w.node, w.answer) not in given:
+                problems.append(f"{place} said: no step answers '{w.answer}' at '{w.node}'")
+            if not (w.words.en or w.words.zh):
+                problems.append(f"{place} said {w.node}={w.answer}: no words")
         for cond in b.entry:
             check_fact(place, cond.fact)
             check_value(place, cond.value)

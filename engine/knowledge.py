@@ -216,6 +216,16 @@ class Answer(_Model):
     when: list[Clause] = Field(min_length=1)
 
 
+class Said(_Model):
+    """Words with which users answer one of the graph's questions themselves ("it times out",
+    "only rank 0 runs the evaluation"). They rank the causes under that answer; they never
+    confirm one and never decide a step."""
+
+    node: str
+    answer: str
+    words: WordList
+
+
 class BranchGraph(_Model):
     """One symptom branch: its vocabulary, entry conditions and decision graph."""
 
@@ -230,6 +240,7 @@ class BranchGraph(_Model):
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)
     answers: list[Answer] = Field(default_factory=list)
+    said: list[Said] = Field(default_factory=list)
 
     @property
     def root(self) -> str:

@@ -73,6 +73,14 @@ def name_causes(text: str, kn: Knowledge) -> dict[str, list[str]]:
     return {c.id: w for c in kn.causes.values() if (w := _matches(low, c.words))}
 
 
+def answers_said(text: str, kn: Knowledge) -> dict[str, list[str]]:
+    """``{"node=answer": [matched words]}`` for every answer of a branch's question that the
+    user's words give (the branch files' ``said``): ranking evidence, never a decided step."""
+    low = text.lower()
+    return {f"{w.node}={w.answer}": m for b in kn.branches.values() for w in b.said
+            if (m := _matches(low, w.words))}
+
+
 # -- extraction ---------------------------------------------------------------------------
 
 _NUM = r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?\s*[kK]?)"
@@ -248,6 +256,15 @@ def evidence_line(text: str, branches: dict[str, list[str]], extracted: dict[str
     return ("symptom text: " + "; ".join(parts)) if parts else None
 
 
+def _entered(facts: Any, kn: Knowledge) -> set[str]:
+    """Branches whose entry conditions the facts (from artifacts) already meet."""
+    from kb.engine.conditions import evaluate, flatten
+
+    flat = flatten(facts.model_dump(mode="python", exclude_defaults=True))
+    return {b.id for b in kn.branches.values()
+            if any(evaluate(c, flat, kn) is True for c in b.entry)}
+
+
 def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], list[str]]:
     """For :func:`kb.diagnose`: ``(facts with the text's facts merged under them, {branch:
     matched words}, warning lines)``. The branches are only those the text names; the caller
@@ -258,7 +275,13 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     text = facts.symptom_text or ""
     branches = classify(text, kn) if text else {}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
+    # the branches the text or the artifacts name: a cause's words count within them only
+    # (".item()" names a compile cause, but not in a text about slow training), unless they
+    # name none
+    named_by = set(branches) | _entered(facts, kn) | ({facts.symptom} if facts.symptom else set())
     named = name_causes(text, kn) if text else {}
+    if named and named_by:
+        named = {c: w for c, w in named.items() if kn.causes[c].branch in named_by}
     if named:
         extracted = {**extracted, "mentions": sorted(named)}
         # words that name a cause name its branch too
@@ -267,6 +290,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
             branches.setdefault(b, [])
             branches[b] += [w for w in words if w not in branches[b]]
         branches = dict(sorted(branches.items(), key=lambda kv: -len(kv[1])))
+    said = answers_said(text, kn) if text else {}
+    said = {k: w for k, w in said.items() if k.split(".", 1)[0] in named_by | set(branches)}
+    if said:
+        extracted = {**extracted, "said": sorted(said)}
     quoted = quoted_messages(text, kn) if text else []
     if quoted:
         # a tool's message quoted in the user's words is evidence of its cause (ranking and

@@ -122,7 +122,8 @@ class ReportBuilder:
                            title=self.kn.causes[r.cause_id].title.get(self.lang),
                            confidence=r.confidence,
                            holding=self.evidence_list(r.conditions),
-                           missing=r.missing) for r in d.hypotheses]
+                           missing=r.missing, evidence=r.evidence, signature=r.signature,
+                           mentioned=r.mentioned, said=list(r.said)) for r in d.hypotheses]
         ruled = [RuledOut(cause_id=r.cause_id, branch=r.branch,
                           title=self.kn.causes[r.cause_id].title.get(self.lang),
                           because=self._because(r))

@@ -76,6 +76,13 @@ class Hypothesis(_Out):
     confidence: float = Field(ge=0, le=1)
     holding: list[Evidence]
     missing: list[str]
+    #: what ranks it (see README "How hypotheses are ranked"): the evidence score, one of its
+    #: messages seen in the inputs, the user's words naming it, and the answers (node=answer)
+    #: the user's words give on the way to it
+    evidence: float = 0.0
+    signature: bool = False
+    mentioned: bool = False
+    said: list[str] = Field(default_factory=list)
 
 
 class RuledOut(_Out):
