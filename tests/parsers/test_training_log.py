@@ -213,6 +213,16 @@ def test_gloo_timeout_monitored_barrier_and_first_nonfinite_step() -> None:
     assert a["env"] == {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
 
 
+@pytest.mark.parametrize("name", ["PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"])
+def test_both_allocator_variable_names_are_read(name: str) -> None:
+    # PYTORCH_ALLOC_CONF is the current name; PYTORCH_CUDA_ALLOC_CONF is deprecated but still read
+    a, b = _both(f"export {name}=expandable_segments:True\nstep 1 loss 2.5\n")
+    assert same(a, b)
+    assert a["oom"] == {"expandable_segments": True}
+    off, _ = _both(f"{name}=max_split_size_mb:512\n")
+    assert off["oom"] == {"expandable_segments": False}
+
+
 def test_samples_are_bounded() -> None:
     from kb.parsers import training_log
     from kb.parsers.base import MAX_SAMPLES

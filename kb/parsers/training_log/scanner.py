@@ -91,7 +91,7 @@ class LogScanner:
         self.facts.setdefault("env", {}).setdefault(key, value)
         if key == "NCCL_P2P_DISABLE":
             set_fact(self.facts, "distributed.p2p_disabled", value.strip() == "1")
-        if key == "PYTORCH_CUDA_ALLOC_CONF":
+        if key in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"):  # the new name, and the old
             set_fact(self.facts, "oom.expandable_segments", "expandable_segments:true" in value.lower())
 
     # -- the line handler -----------------------------------------------------------------------
