@@ -492,13 +492,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per incident")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel kb processes")
     ap.add_argument("--only", action="append", default=[], help="slug (repeatable)")
+    ap.add_argument("--corpus", type=Path, default=CORPUS,
+                    help="the corpus folder (default tests/incidents; the held-out set is "
+                         "tests/heldout)")
     ap.add_argument("--inprocess", action="store_true",
                     help="run the CLI in this process (fast) instead of one `kb` process per run")
     args = ap.parse_args(argv)
     global INVOKER
     if args.inprocess:
         INVOKER = "inprocess"
-    incidents = load_corpus()
+    incidents = load_corpus(args.corpus)
     if args.only:
         incidents = [i for i in incidents if i.slug in args.only]
     result = evaluate(incidents, jobs=args.jobs)

@@ -1,7 +1,7 @@
 """Benchmark: kb's training-log scan beside ripgrep, on generated logs of each trainer format.
 
 Usage: python benchmarks/bench_log_scan.py [--size-mb 1024] [--formats hf,generic,...] [--repeat 3]
-       [--engine auto|python|polars] [--keep]
+       [--engine auto|python|polars|arrow] [--keep]
 
 For each format (HF Trainer dicts, plain ``step N loss X ...`` lines, DeepSpeed ``steps: N loss:``,
 Lightning progress bars, Megatron iteration lines) a log of ``--size-mb`` MB is generated with a
@@ -10,9 +10,10 @@ an NCCL watchdog timeout follow. Printed per format: kb's throughput (``training
 in a child process, which reports its own peak RSS) and ``rg -i "error|oom|nan|timeout|cuda"``'s
 on the same file in the same run, their ratio, and whether kb found the NaN with its step.
 kb and rg runs alternate (kb, rg, kb, rg, ...) ``--repeat`` times; the medians are printed, with
-kb's CPU time (all its threads) beside its wall time, and the engine that read the log: "polars"
-(the columnar engine, :mod:`kb.parsers.training_log.columnar`, when polars is installed) or
-"python" (the pure-Python block path). Targets (issue #15): >= 0.5x rg's throughput at <= 200 MB
+kb's CPU time (all its threads) beside its wall time, and the engine that read the log: "arrow"
+(the fixed-width engine over a memory map, :mod:`kb.parsers.training_log.fixed`, when pyarrow is
+installed), "polars" (the columnar engine, :mod:`kb.parsers.training_log.columnar`) or "python"
+(the pure-Python block path). Targets (issue #15): >= 0.5x rg's throughput at <= 200 MB
 peak RSS. Both runs read a file that is already in the page cache; the machine's load moves both
 figures (the load average is printed before and after).
 """
@@ -142,8 +143,9 @@ def main() -> int:
     ap.add_argument("--size-mb", type=int, default=1024, help="size of each generated log (default 1024)")
     ap.add_argument("--formats", default=",".join(FORMATS), help=f"comma-separated, of: {', '.join(FORMATS)}")
     ap.add_argument("--repeat", type=int, default=3, help="alternating runs of each scan; medians are printed (default 3)")
-    ap.add_argument("--engine", default="auto", choices=("auto", "python", "polars"),
-                    help="kb's engine: auto (polars when installed, for logs over 8 MB), python or polars")
+    ap.add_argument("--engine", default="auto", choices=("auto", "python", "polars", "arrow"),
+                    help="kb's engine: auto (for logs over 8 MB: arrow when pyarrow is installed, else polars "
+                         "when polars is), python, polars or arrow")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args()

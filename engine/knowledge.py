@@ -330,12 +330,18 @@ class Knowledge(_Model):
     #: the decision graph's queries, filled by :func:`load` (None: computed on first use)
     index: GraphIndex | None = None
 
-    def facts_model(self) -> type[BaseModel]:
-        """The input model the fact schema describes (built once per knowledge)."""
-        key = self.digest + self.root
+    def facts_model(self, groups: Any = None) -> type[BaseModel]:
+        """The input model the fact schema describes (built once per knowledge). ``groups``
+        (names) gives the smaller model of only those groups, for validating a document that
+        holds no other: same values and errors, a fraction of the build time."""
+        sel = None if groups is None else frozenset(groups) & set(self.fact_schema.groups)
+        if sel is not None and len(sel) == len(self.fact_schema.groups):
+            sel = None
+        key = (self.digest + self.root, sel)
         model = _FACT_MODELS.get(key)
         if model is None:
-            model = _FACT_MODELS[key] = build_model(self.fact_schema, tuple(self.branches))
+            model = _FACT_MODELS[key] = build_model(self.fact_schema, tuple(self.branches),
+                                                    groups=sel)
         return model
 
     def threshold_value(self, name: str, overrides: dict[str, float] | None = None) -> float:
@@ -344,7 +350,7 @@ class Knowledge(_Model):
         return self.thresholds[name].value
 
 
-_FACT_MODELS: dict[str, type[BaseModel]] = {}
+_FACT_MODELS: dict[tuple[str, frozenset[str] | None], type[BaseModel]] = {}
 
 
 def _read_yaml(path: Path) -> Any:

@@ -21,18 +21,34 @@ def facts_model(kn: Any = None) -> type[BaseModel]:
     return kn.facts_model()
 
 
+def model_for(data: Any, kn: Any = None) -> type[BaseModel]:
+    """The model to validate ``data`` (a decoded facts document) with: the input model of
+    only the groups the document holds. It validates exactly as the full model does and is
+    much cheaper to build; use :func:`facts_model` for the class itself."""
+    if kn is None:
+        from kb.loaded import load_knowledge
+
+        kn = load_knowledge()
+    keys = data.keys() if isinstance(data, dict) else ()
+    return kn.facts_model(groups=[k for k in keys if k in kn.fact_schema.groups])
+
+
 _UNITS: dict[str, dict[str, str]] = {}
 
 
 def fact_units(kn: Any = None) -> dict[str, str]:
-    """``{fact path: unit}`` for every fact that declares a unit."""
-    from kb.engine.schema import units
+    """``{fact path: unit}`` for every fact that declares a unit (read from the fact schema,
+    so the input model need not be built)."""
+    from kb.engine.schema import schema_units
 
-    model = facts_model(kn)
-    key = f"{id(model)}"
+    if kn is None:
+        from kb.loaded import load_knowledge
+
+        kn = load_knowledge()
+    key = kn.digest + kn.root
     got = _UNITS.get(key)
     if got is None:
-        got = _UNITS[key] = units(model)
+        got = _UNITS[key] = schema_units(kn.fact_schema)
     return got
 
 

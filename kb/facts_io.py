@@ -36,7 +36,7 @@ from pydantic import ValidationError
 from kb.engine.errors import InputError
 from typing import TYPE_CHECKING
 
-from kb.facts import facts_model
+from kb.facts import model_for
 
 if TYPE_CHECKING:  # the model is built from the knowledge on first use, not at import
     from pydantic import BaseModel as Facts
@@ -322,7 +322,7 @@ def facts_from_data(data: Any, place: str = "facts") -> Facts:
                          "See `kb schema` for the shape")
     data = check_numbers(data, place)
     try:
-        return facts_model().model_validate(data)
+        return model_for(data).model_validate(data)
     except ValidationError as exc:
         problems = validation_problems(place, exc)
         raise InputError(_place(place), f"{len(problems)} invalid fact(s)", problems=problems) from None

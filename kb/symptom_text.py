@@ -270,7 +270,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     matched words}, warning lines)``. The branches are only those the text names; the caller
     uses them when the facts state no symptom. The warnings show the matched words and the
     extracted facts (the evidence taken from the text) and every disagreement."""
-    from kb.facts import Facts
+    from kb.facts import model_for
 
     text = facts.symptom_text or ""
     branches = classify(text, kn) if text else {}
@@ -307,7 +307,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         had = _leaves(explicit)
         applied = {p: v for p, v in _leaves(extracted).items() if had.get(p) in (None, [], {})}
         data, warnings = merge_under(explicit, extracted)
-        facts = Facts.model_validate(data)
+        facts = model_for(data, kn).model_validate(data)
     shown = branches if facts.symptom is None else {}
     line = evidence_line(text, shown, applied)
     return facts, branches, ([line] if line else []) + warnings

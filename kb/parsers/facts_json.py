@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterable
 
 from kb.engine.errors import InputError
-from kb.facts import facts_model
 from kb.parsers.base import ParseResult
 
 NAME = "facts_json"
@@ -19,7 +18,10 @@ _FIRST_KEY = re.compile(r'^\s*\{\s*"([^"\\]+)"\s*:')
 
 def fact_keys() -> frozenset[str]:
     """The top-level keys of a facts document (from the knowledge's fact schema)."""
-    return frozenset(facts_model().model_fields)
+    from kb.loaded import load_knowledge
+
+    fs = load_knowledge().fact_schema
+    return frozenset({"schema_version", *fs.top, *fs.groups})
 
 
 def sniff(head: str) -> bool:

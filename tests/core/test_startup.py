@@ -64,3 +64,39 @@ def test_the_cached_index_is_what_networkx_answers(tmp_path: Path, monkeypatch) 
         for n, d in nx.single_source_shortest_path_length(g, b.root).items():
             assert ix.depth[n] == d
     json.loads(cached.model_dump_json())  # the index travels as plain JSON
+
+
+EXAMPLES = sorted((ROOT / "examples" / "facts").glob("*.json"))
+BAD = [
+    {"gpu": {"count": -1}},
+    {"gpu": {"utilization_samples": [120]}, "oom": {"occurred": "maybe"}},
+    {"oom": {"no_such_fact": 1}},
+    {"no_such_group": {}},
+    {"symptom": "not_a_branch", "inference": {"engine": "nope"}},
+]
+
+
+def _problems(model, doc):
+    from pydantic import ValidationError
+
+    try:
+        model.model_validate(doc)
+    except ValidationError as exc:
+        return [(e["loc"], e["type"], e["msg"]) for e in exc.errors()]
+    return []
+
+
+def test_the_model_of_a_document_s_groups_validates_as_the_full_model() -> None:
+    # the start-up path validates with the model of only the groups a document holds
+    from kb.facts import facts_model, model_for
+
+    full = facts_model()
+    for path in EXAMPLES:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        small = model_for(doc)
+        assert len(small.model_fields) <= len(full.model_fields)
+        assert small.model_validate(doc).model_dump(exclude_defaults=True) == \
+            full.model_validate(doc).model_dump(exclude_defaults=True), path.name
+    for doc in BAD:
+        got = _problems(model_for(doc), doc)
+        assert got and got == _problems(full, doc), doc

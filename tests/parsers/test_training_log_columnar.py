@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kb.parsers import training_log
 from kb.parsers.base import MAX_SAMPLES
-from kb.parsers.training_log import columnar, columns
+from kb.parsers.training_log import columnar, columns, fixed
 from kb.parsers.training_log.series import Series
 from tests.parsers._fixtures import FIXTURES, same
 from tests.parsers.test_training_log_fast import _big_generic_log, _check, _log
@@ -158,8 +158,10 @@ def test_extend_column_equals_add() -> None:
     assert len(col.samples()) <= MAX_SAMPLES
 
 
-def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path) -> None:
-    """A 22 MB log (over the engine's threshold): the engine reads it, the NaN comes with its step."""
+def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 22 MB log (over the engine's threshold, pyarrow not installed): the engine reads it, the
+    NaN comes with its step."""
+    monkeypatch.setattr(fixed, "_available", False)
     lines, nan_at = 220_000, 219_000
     log = tmp_path / "big.log"
     _big_generic_log(log, lines, nan_at)
@@ -177,11 +179,13 @@ def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path) -> None:
 
 def test_without_polars_the_python_path_reads_large_logs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(columnar, "_available", False)
+    monkeypatch.setattr(fixed, "_available", False)
     log = tmp_path / "big.log"
     _big_generic_log(log, 100_000, 99_500)
     res = training_log.parse_path(str(log))
     assert res.meta["engine"] == "python" and res.facts["numerics"]["first_nonfinite_step"] == 995_000
     monkeypatch.setattr(columnar, "_available", None)
+    monkeypatch.setattr(fixed, "_available", None)
     monkeypatch.setenv(columnar.ENV, "python")
     assert training_log.parse_path(str(log)).meta["engine"] == "python"
 
@@ -191,7 +195,8 @@ def test_small_inputs_and_import_kb_do_not_import_polars(tmp_path: Path) -> None
     log.write_text("step 1 loss 2.5\n" * 1000)
     code = ("import sys, kb; from kb.parsers import training_log; "
             f"r = training_log.parse_path({str(log)!r}); "
-            "assert r.meta['engine'] == 'python'; assert 'polars' not in sys.modules, 'imported'")
+            "assert r.meta['engine'] == 'python'; assert 'polars' not in sys.modules, 'imported'; "
+            "assert 'pyarrow' not in sys.modules, 'imported pyarrow'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

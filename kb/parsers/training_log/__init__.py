@@ -10,8 +10,10 @@ same facts (tests hold them equal on every fixture and on generated logs):
 * :func:`parse_stream` / :func:`parse_path`, the block reader (:mod:`.blockscan`): candidate
   lines found with C-speed searches, metric lines of the common trainer formats taken a block at
   a time (:mod:`.formats`). ``.gz`` files are decompressed as a stream. Inputs over 8 MB are
-  read by the columnar engine (:mod:`.columnar`, polars, ``pip install kb[fast]``) when polars is
-  installed: whole 8 MiB regions as columns of lines, no Python code per line.
+  read, with no Python code per line (``pip install kb[fast]``), by the fixed-width engine
+  (:mod:`.fixed`, pyarrow) when the input is a regular file: memory-mapped, runs of lines of one
+  template checked and cut a region at a time; else (and for regions of lines of many shapes) by
+  the columnar engine (:mod:`.columnar`, polars): whole regions as columns of lines.
 
 Metric values are kept as bounded series (:mod:`.series`): the facts lists hold every value up to
 ``MAX_SAMPLES``, else a selection that keeps the start, the end, the extremes and the samples
@@ -33,7 +35,7 @@ from collections.abc import Iterable
 from typing import BinaryIO
 
 from kb.parsers.base import ParseResult
-from kb.parsers.training_log import columnar
+from kb.parsers.training_log import columnar, fixed
 from kb.parsers.training_log.blockscan import BLOCK_SIZE, LOOKBACK, BlockScan
 from kb.parsers.training_log.progress import progress_bar
 from kb.parsers.training_log.scanner import NAME, LogScanner
@@ -81,14 +83,30 @@ def parse_stream(
 
     ``total`` (bytes, found from the stream's file when not given) sizes the progress bar on
     stderr; ``progress`` None shows it only for large inputs on a terminal (see :mod:`.progress`).
-    ``engine``: None picks the columnar engine (polars) for inputs over ``columnar.THRESHOLD``
-    bytes when polars is installed, "python" never uses it, "polars" uses it for every region
-    (tests). ``meta["engine"]`` says which one read at least one region.
+    ``engine``: None picks, for inputs over 8 MB, the fixed-width engine (pyarrow, a regular file)
+    when pyarrow is installed, else the columnar engine (polars) when polars is; "python" never
+    uses either, "arrow" and "polars" use that engine for the whole input (tests; "arrow" reads a
+    stream that is not a file into memory first). ``meta["engine"]`` says which one read at least
+    one region ("arrow", "polars" or "python").
     """
     scanner = LogScanner(source)
     if total is None:
         total = _size_of(stream)
-    if engine == "polars" or (engine is None and columnar.available() and (total is None or total > columnar.THRESHOLD)):
+    large = total is not None and total > columnar.THRESHOLD
+    start = fixed.mappable(stream) if engine == "arrow" or (engine is None and large and fixed.available()) else None
+    if engine == "arrow" or start is not None:
+        fscan = fixed.FixedScan(scanner, columnar_ok=columnar.available())
+        with progress_bar(source, total, progress) as advance:
+            fscan.progress = advance
+            if start is not None:
+                fscan.run_stream(stream, start, block_size)
+            else:
+                data = fixed.read_all(stream, block_size)
+                fscan.run_data(data, 0, len(data))
+        res = scanner.finish()
+        res.meta["engine"] = fscan.engine
+        return res
+    if engine == "polars" or (engine is None and columnar.available() and (total is None or large)):
         forced = engine == "polars"
         known = total is not None  # a large file: the engine from the start; a pipe: once 8 MB went by
         scan: BlockScan = columnar.ColumnarScan(scanner, threshold=0 if forced or known else columnar.THRESHOLD,

@@ -1,9 +1,11 @@
 """The columnar engine (optional, polars): the block reader's regions read as columns of lines.
 
 Used by :func:`kb.parsers.training_log.parse_stream` for inputs over :data:`THRESHOLD` bytes
-when polars is installed (``pip install kb[fast]``; polars is imported then, not before);
-otherwise the pure-Python block path (:mod:`.blockscan`, :mod:`.formats`) runs. Both give the
-reference reader's facts (the differential tests hold them equal, the mean bit for bit).
+when polars is installed (``pip install kb[fast]``; polars is imported then, not before) and the
+fixed-width engine (:mod:`.fixed`) does not read the input (not a regular file, no pyarrow), and
+by that engine for the regions it leaves (lines of many shapes); otherwise the pure-Python block
+path (:mod:`.blockscan`, :mod:`.formats`) runs. All give the reference reader's facts (the
+differential tests hold them equal, the mean bit for bit).
 
 How a region (4 MiB of whole lines, in two parts analysed on two threads) is read, with no
 Python code per line:

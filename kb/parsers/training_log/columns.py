@@ -43,14 +43,23 @@ def _read(pl: Any, data: bytes) -> Any:
                        infer_schema=False, comment_prefix=None)["l"]
 
 
+_LITS = tuple(x.encode() for x in ALL_LITERALS)
+_OTHER_B = tuple(x.encode() for x in _OTHER)
+_NUMERIC_B = NUMERIC.encode()
+
+
 @functools.lru_cache(maxsize=4096)  # templates repeat from region to region
-def _plan(tpl: str) -> tuple[int, dict[str, tuple[int, int]]] | int:
-    """A template's class: IGNORE, FEED, or (format index, {role: (char offset, char length)})."""
-    if not any(lit in tpl for lit in ALL_LITERALS):
+def plan_bytes(raw: bytes) -> tuple[int, dict[str, tuple[int, int]]] | int:
+    """A template's class (``raw``: its bytes, no newline): IGNORE, FEED, or (format index,
+    {role: (byte offset, byte length)}). Invalid UTF-8 is fed (or ignored without a trigger)."""
+    if not any(lit in raw for lit in _LITS):
         return IGNORE
-    if any(lit in tpl for lit in _OTHER) or NUMERIC not in tpl:
+    if any(lit in raw for lit in _OTHER_B) or _NUMERIC_B not in raw:
         return FEED
-    raw = tpl.encode()
+    try:
+        raw.decode()
+    except UnicodeDecodeError:
+        return FEED
     text = b"\n" + raw + b"\n"
     for k, fmt in enumerate(formats.FORMATS):
         m = fmt.line.match(text)
@@ -61,15 +70,25 @@ def _plan(tpl: str) -> tuple[int, dict[str, tuple[int, int]]] | int:
             s, e = m.span(g)
             if not role or s < 0 or s == e:
                 continue
-            tok = text[s:e]
-            if role not in _INTS and not _DECIMAL.fullmatch(tok):
+            if role not in _INTS and not _DECIMAL.fullmatch(text, s, e):
                 return FEED  # nan, inf, 0x0, ...: the line reader decides
-            off = len(text[1:s].decode())  # polars slices by characters
-            spans[role] = (off, len(tok.decode()))
+            spans[role] = (s - 1, e - s)
         if any(r not in spans for r in _REQUIRED[fmt.name]):
             return FEED
         return k, spans
     return FEED
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan(tpl: str) -> tuple[int, dict[str, tuple[int, int]]] | int:
+    """:func:`plan_bytes` for a template given as text, with spans in characters (polars slices by
+    characters)."""
+    raw = tpl.encode()
+    plan = plan_bytes(raw)
+    if isinstance(plan, int):
+        return plan
+    k, spans = plan
+    return k, {r: (len(raw[:o].decode()), len(raw[o : o + n].decode())) for r, (o, n) in spans.items()}
 
 
 class Region:

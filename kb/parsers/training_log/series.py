@@ -33,7 +33,7 @@ class Series:
 
     __slots__ = (
         "count", "nonfinite", "total", "vmin", "vmax", "imin", "imax", "first", "last", "head",
-        "stride", "ds", "tail", "nf_index", "nf_step", "window", "after",
+        "stride", "ds", "_tail", "_pending", "nf_index", "nf_step", "window", "after",
     )
 
     def __init__(self) -> None:
@@ -49,11 +49,23 @@ class Series:
         self.head: list[float] = []  # the first MAX_SAMPLES values, verbatim
         self.stride = 1
         self.ds: list[tuple[int, float]] = []
-        self.tail: deque[tuple[int, float]] = deque(maxlen=TAIL)
+        self._tail: deque[tuple[int, float]] = deque(maxlen=TAIL)
+        #: (index of the first, pyarrow array): the last TAIL values of :meth:`extend_arrow`, put in
+        #: the tail when it is read (most are replaced by the next ones before that)
+        self._pending: tuple[int, Any] | None = None
         self.nf_index: int | None = None
         self.nf_step: int | None = None
         self.window: list[tuple[int, int | None, float]] = []  # (index, step, value)
         self.after = 0  # samples still to take into the window after the first non-finite one
+
+    @property
+    def tail(self) -> deque[tuple[int, float]]:
+        """The last TAIL (index, value) pairs."""
+        if self._pending is not None:
+            first, arr = self._pending
+            self._pending = None
+            self._tail.extend(zip(range(first, first + len(arr)), arr.to_pylist()))
+        return self._tail
 
     def add(self, value: float, step: int | None = None) -> None:
         """One sample; ``step`` is the log's step at that line (None when it has none)."""
@@ -143,19 +155,7 @@ class Series:
         room = MAX_SAMPLES - len(self.head)
         if room > 0:
             self.head.extend(col.head(room).to_list())
-        # the downsample: the stride _thin() would end with, then only those points
-        stride = self.stride
-        kept = len(self.ds)  # every kept point's index is a multiple of the stride
-        while True:
-            first = (-base) % stride
-            new = (n - first + stride - 1) // stride if first < n else 0
-            if kept + new <= DOWNSAMPLE:
-                break
-            stride *= 2
-            kept = sum(1 for p in self.ds if p[0] % stride == 0)
-        if stride != self.stride:
-            self.stride = stride
-            self.ds = [p for p in self.ds if p[0] % stride == 0]
+        stride = self._stride_for(base, n)  # the stride _thin() would end with, then only those points
         first = (-base) % stride
         if first < n:
             self.ds.extend(zip(range(base + first, base + n, stride), col.gather_every(stride, first).to_list()))
@@ -182,6 +182,78 @@ class Series:
             self.vmax, self.imax = col[i], base + i
         k = min(n, TAIL)
         self.tail.extend(zip(range(base + n - k, base + n), col.tail(k).to_list()))
+
+    def extend_arrow(self, col: Any, steps: Any = None, step: int | None = None,
+                     extremes: tuple[float, float] | None = None, pool: Any = None) -> None:
+        """:meth:`extend` for a pyarrow float64 array (or chunked array) of FINITE values (the
+        fixed-width engine, :mod:`.fixed`): the same state as ``extend(col.to_pylist(), ...)``, and
+        only the kept values leave the array. ``cumulative_sum`` seeded with the running total adds
+        one value at a time in log order, like :meth:`add`; ``index`` finds the first occurrence of
+        the minimum and maximum, like ``list.index``. ``steps(k)`` gives the steps of the first
+        ``k`` values (called only when a window needs them), else ``step`` is every value's step.
+        ``extremes``: the (min, max) of the values when the caller has them; ``pool``: the pyarrow
+        memory pool for the running sums.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = len(col)
+        if not n:
+            return
+        base = self.count
+        self.count = base + n
+        room = MAX_SAMPLES - len(self.head)
+        if room > 0:
+            self.head.extend(col.slice(0, room).to_pylist())
+        stride = self._stride_for(base, n)
+        first = (-base) % stride
+        if first < n:
+            if stride > 1:
+                picked = pc.take(col, pa.array(range(first, n, stride), pa.int64()), memory_pool=pool)
+            else:
+                picked = col.slice(first)
+            self.ds.extend(zip(range(base + first, base + n, stride), picked.to_pylist()))
+        if self.after:
+            k = min(self.after, n)
+            st = steps(k) if steps is not None else [step] * k
+            self.window.extend((base + j, st[j], v) for j, v in enumerate(col.slice(0, k).to_pylist()))
+            self.after -= k
+        self.total = pc.cumulative_sum(col, start=self.total, memory_pool=pool)[n - 1].as_py()
+        if self.first is None:
+            self.first = col[0].as_py()
+        self.last = col[n - 1].as_py()
+        if extremes is None:
+            mm = pc.min_max(col)
+            extremes = mm["min"].as_py(), mm["max"].as_py()
+        lo, hi = extremes
+        if lo < self.vmin:
+            i = pc.index(col, lo).as_py()  # the first occurrence, as min() and list.index() find it
+            self.vmin, self.imin = col[i].as_py(), base + i
+        if hi > self.vmax:
+            i = pc.index(col, hi).as_py()
+            self.vmax, self.imax = col[i].as_py(), base + i
+        if n >= TAIL:  # these replace the whole tail: kept as an array until read
+            self._tail.clear()
+            self._pending = (base + n - TAIL, col.slice(n - TAIL))
+        else:
+            self.tail.extend(zip(range(base, base + n), col.to_pylist()))
+
+    def _stride_for(self, base: int, n: int) -> int:
+        """The downsample stride once ``n`` values from index ``base`` are added (what :meth:`_thin`
+        ends with), with the kept points already thinned to it."""
+        stride = self.stride
+        kept = len(self.ds)  # every kept point's index is a multiple of the stride
+        while True:
+            first = (-base) % stride
+            new = (n - first + stride - 1) // stride if first < n else 0
+            if kept + new <= DOWNSAMPLE:
+                break
+            stride *= 2
+            kept = sum(1 for p in self.ds if p[0] % stride == 0)
+        if stride != self.stride:
+            self.stride = stride
+            self.ds = [p for p in self.ds if p[0] % stride == 0]
+        return stride
 
     def _thin(self) -> None:
         while len(self.ds) > DOWNSAMPLE:
