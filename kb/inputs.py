@@ -10,6 +10,7 @@ re-analysed together so that one py-spy dump per rank gives the cross-rank pictu
 
 from __future__ import annotations
 
+import inspect
 import io
 import itertools
 import json
@@ -213,6 +214,18 @@ def _open_regular(path: str) -> io.BufferedReader | str:
         raise
 
 
+def _whole_file(stream: Any, cap: int) -> int | None:
+    """The size of the regular file ``stream`` reads when it is at most ``cap`` bytes (so it can
+    be read whole, in place), else None."""
+    if not isinstance(stream, (io.BufferedReader, io.FileIO)):
+        return None
+    try:
+        st = os.fstat(stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) and 0 < st.st_size <= cap else None
+
+
 class _Capped:
     """Chunks of ``head`` + a binary stream, at most ``limit`` bytes, remembering a cut."""
 
@@ -317,7 +330,15 @@ def parse_binary(stream: Any, name: str, input_format: str | None, explicit: boo
     state: dict[str, int] = {}
     try:
         fast = getattr(parser, "parse_stream", None)
-        if fast is not None:
+        # a file of lines (a line end in its head): mapping it pays; one giant line does not
+        whole = _whole_file(stream, cap) if gz is None and b"\n" in head else None
+        if fast is not None and tap is not None and whole is not None and \
+                "observer" in inspect.signature(fast).parameters:
+            # a regular file under the cap: the reader maps it and hands the tap only the lines
+            # it does not take in bulk (no copy of every byte through Python)
+            stream.seek(0)
+            res = fast(stream, name, total=whole, observer=tap)
+        elif fast is not None:
             res = fast(tap or src, name)
         else:
             res = parser.parse(_bounded_lines(tap or src, MAX_LINE_BYTES, state), name)

@@ -130,11 +130,22 @@ class Tap:
         self._line_bytes = 0
         self._matcher = Matcher()
 
+    def wrap(self, stream: Any) -> "Tap":
+        """Read through ``stream`` from now on (a log reader's engine that reads a stream)."""
+        self._stream = stream
+        return self
+
     def read(self, n: int = -1) -> bytes:
         """Read from the wrapped stream, looking at what passes."""
         data = self._stream.read(n)
         if isinstance(data, str):
             data = data.encode("utf-8", "replace")
+        self.look(data)
+        return data
+
+    def look(self, data: bytes) -> None:
+        """Look at ``data`` (bytes of the input, in order; a log reader hands over the lines
+        it does not take in bulk)."""
         if data:
             self._pending += data
             if len(self._pending) >= TAP_BLOCK:
@@ -145,7 +156,6 @@ class Tap:
                 elif len(self._pending) > 4 * TAP_BLOCK:  # one huge line: look at a part
                     self._look(bytes(self._pending[:TAP_BLOCK]))
                     del self._pending[:]
-        return data
 
     def chunks(self) -> Iterable[bytes]:
         """Blocks of the stream (what :func:`kb.inputs._bounded_lines` consumes)."""

@@ -32,7 +32,7 @@ import io
 import os
 from collections import deque
 from collections.abc import Iterable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kb.parsers.base import ParseResult
 from kb.parsers.training_log import columnar, fixed
@@ -77,7 +77,7 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
 
 def parse_stream(
     stream: BinaryIO, source: str, block_size: int = BLOCK_SIZE, *, total: int | None = None,
-    progress: bool | None = None, engine: str | None = None,
+    progress: bool | None = None, engine: str | None = None, observer: Any = None,
 ) -> ParseResult:
     """Scan a binary stream in blocks; same facts as :func:`parse` (see the module docstring).
 
@@ -88,6 +88,11 @@ def parse_stream(
     uses either, "arrow" and "polars" use that engine for the whole input (tests; "arrow" reads a
     stream that is not a file into memory first). ``meta["engine"]`` says which one read at least
     one region ("arrow", "polars" or "python").
+
+    ``observer`` (``look(bytes)``, ``wrap(stream)``; :class:`kb.readers.incident.Tap`) sees every
+    line but the metric runs the fixed-width engine takes in bulk, so the incident reader's
+    signatures and stated facts cost nothing on metric lines; with the other engines it wraps
+    the stream and sees every byte.
     """
     scanner = LogScanner(source)
     if total is None:
@@ -95,17 +100,21 @@ def parse_stream(
     large = total is not None and total > columnar.THRESHOLD
     start = fixed.mappable(stream) if engine == "arrow" or (engine is None and large and fixed.available()) else None
     if engine == "arrow" or start is not None:
-        fscan = fixed.FixedScan(scanner, columnar_ok=columnar.available())
+        fscan = fixed.FixedScan(scanner, columnar_ok=columnar.available(), observer=observer)
         with progress_bar(source, total, progress) as advance:
             fscan.progress = advance
             if start is not None:
                 fscan.run_stream(stream, start, block_size)
             else:
-                data = fixed.read_all(stream, block_size)
+                data = fixed.read_all(observer.wrap(stream) if observer is not None else stream,
+                                      block_size)
+                fscan.observer = None  # it saw every byte as they were read
                 fscan.run_data(data, 0, len(data))
         res = scanner.finish()
         res.meta["engine"] = fscan.engine
         return res
+    if observer is not None:
+        stream = observer.wrap(stream)
     if engine == "polars" or (engine is None and columnar.available() and (total is None or large)):
         forced = engine == "polars"
         known = total is not None  # a large file: the engine from the start; a pipe: once 8 MB went by

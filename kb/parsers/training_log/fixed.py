@@ -65,6 +65,7 @@ MAX_CYCLE = 4  # runs in a cycle of templates, at most
 MAX_PATTERN_BYTES = 16 * 1024 * 1024  # templates repeated for the verification, kept at most
 MAX_STEPS = 96  # single lines and runs a region may take before it goes to the other engines
 THREADS = 2
+OBSERVE = 1 << 20  # bytes handed to the observer per call, at most
 ENV = columnar.ENV  # "python" or "polars" turns this engine off
 
 _FLOATS = ("loss", "grad", "lr", "ms", "scale")
@@ -299,6 +300,9 @@ class _Region:
         self.buf = buf  # pyarrow buffer over data
         self.a, self.b = a, b
         self.items: list[Any] = []  # _Run or (start, end) of a line to feed
+        #: [start, end) spans of the lines not taken in bulk (merged when adjacent), for an
+        #: observer that must see every line but the metric runs (signatures, stated facts)
+        self.plain: list[list[int]] = []
 
     def run(self) -> tuple[list[Any], int]:
         """(items in log order, the offset from which the other engines read the rest of the
@@ -327,6 +331,7 @@ class _Region:
             plan = _plan(data[pos:end].translate(DIGITS))
             if not isinstance(plan, _Plan):
                 recent.clear()
+                self._plain(pos, end)
                 if plan == FEED:
                     items.append((pos, end - 1 if e >= 0 else end))
                 pos = end
@@ -335,6 +340,7 @@ class _Region:
             if run is False:
                 return items, pos
             if run is None:  # this line fails its own template (a Megatron counter not 0)
+                self._plain(pos, end)
                 items.append((pos, end - 1 if e >= 0 else end))
                 recent.clear()
                 pos = end
@@ -343,6 +349,12 @@ class _Region:
             recent.append((plan, run.n))
             pos += run.n * plan.size
         return items, b
+
+    def _plain(self, a: int, b: int) -> None:
+        if self.plain and self.plain[-1][1] == a:
+            self.plain[-1][1] = b
+        else:
+            self.plain.append([a, b])
 
     def _take(self, plan: _Plan, pos: int, most: int) -> _Run | None | bool:
         """The run of lines from ``pos`` (at most ``most``) that have the template of ``plan``
@@ -553,9 +565,13 @@ class FixedScan(ColumnarScan):
     """The block reader over a memory map, regions read by this engine (see the module doc); a
     region it refuses goes to the columnar engine (polars installed) or the Python path."""
 
-    def __init__(self, scanner: Any, *, columnar_ok: bool = True, threads: int | None = None) -> None:
+    def __init__(self, scanner: Any, *, columnar_ok: bool = True, threads: int | None = None,
+                 observer: Any = None) -> None:
         super().__init__(scanner, threshold=0, min_region=64 * 1024)
         self.columnar_ok = columnar_ok
+        #: sees every byte but the metric runs taken in bulk: ``look(bytes)`` for spans of whole
+        #: lines, ``wrap(stream)`` for a stream read by the other engines (see kb.readers.incident)
+        self.observer = observer
         self.fixed_used = False  # this engine read at least one region
         self.nthreads = max(threads or THREADS, 1)
         self.data: Any = None
@@ -591,6 +607,8 @@ class FixedScan(ColumnarScan):
 
     def _read_rest(self, stream: Any, block_size: int) -> None:
         """The rest of the stream read in blocks, by the columnar engine or the Python path."""
+        if self.observer is not None:
+            stream = self.observer.wrap(stream)
         if self.columnar_ok:
             ColumnarScan.run(self, stream, max(block_size, columnar.BLOCK))
         else:
@@ -616,17 +634,24 @@ class FixedScan(ColumnarScan):
                         break
                     b = self._region_end(data, pos, end)
                     whole = b == end or data[b - 1] == 10  # else a line over MAX_LINE was cut: the Python path
-                    job = pool.submit(_Region(data, buf, pos, b).run) if whole else None
-                    pending.append((pos, b, job))
+                    region = _Region(data, buf, pos, b) if whole else None
+                    job = pool.submit(region.run) if region is not None else None
+                    pending.append((pos, b, job, region))
                     pos = b
                 if not pending:
                     break
-                a, b, job = pending.popleft()
+                a, b, job, region = pending.popleft()
                 items, rest = job.result() if job is not None else ([], a)
+                if self.observer is not None and region is not None:
+                    for s0, s1 in region.plain:
+                        if s0 < rest:
+                            self._observe(data, s0, min(s1, rest))
                 self._apply_items(data, a, rest, b, end, items)
                 if rest < b:
+                    if self.observer is not None:
+                        self._observe(data, rest, b)
                     self._other(data, rest, b, end)
-                del items, job
+                del items, job, region
                 if isinstance(data, mmap.mmap) and b - page > dropped:
                     cut = (b // page) * page
                     data.madvise(mmap.MADV_DONTNEED, dropped, cut - dropped)
@@ -640,6 +665,11 @@ class FixedScan(ColumnarScan):
             del buf
             self.data = None
         return pos
+
+    def _observe(self, data: Any, a: int, b: int) -> None:
+        """Hand data[a:b] to the observer in pieces of at most OBSERVE bytes (bounded copies)."""
+        for i in range(a, b, OBSERVE):
+            self.observer.look(bytes(data[i:min(i + OBSERVE, b)]))
 
     @staticmethod
     def _region_end(data: Any, a: int, end: int) -> int:
@@ -730,6 +760,10 @@ class FixedScan(ColumnarScan):
         buf[0] = 10
         with memoryview(data) as mv:
             buf[1:] = mv[a:stop]
+        if isinstance(data, mmap.mmap):  # the copy is read from now on: drop the mapped pages
+            lo, top = (a // mmap.PAGESIZE) * mmap.PAGESIZE, (stop // mmap.PAGESIZE) * mmap.PAGESIZE
+            if top > lo:
+                data.madvise(mmap.MADV_DONTNEED, lo, top - lo)
         hi = 1 + (b - a)
         self.floor = 1
         if self.columnar_ok:
