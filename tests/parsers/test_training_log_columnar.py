@@ -158,15 +158,21 @@ def test_extend_column_equals_add() -> None:
     assert len(col.samples()) <= MAX_SAMPLES
 
 
-def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A 22 MB log (over the engine's threshold, pyarrow not installed): the engine reads it, the
-    NaN comes with its step."""
-    monkeypatch.setattr(fixed, "_available", False)
+@pytest.mark.parametrize("engine", ["arrow", "polars"])
+def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        engine: str) -> None:
+    """A 22 MB log (over the engines' threshold): the fixed-width engine (through a memory map)
+    or, without pyarrow, the columnar one reads it; the NaN comes with its step and the facts are
+    the Python path's."""
+    if engine == "arrow":
+        pytest.importorskip("pyarrow")
+    else:
+        monkeypatch.setattr(fixed, "_available", False)
     lines, nan_at = 220_000, 219_000
     log = tmp_path / "big.log"
     _big_generic_log(log, lines, nan_at)
     res = training_log.parse_path(str(log))
-    assert res.meta["engine"] == "polars"
+    assert res.meta["engine"] == engine
     num = res.facts["numerics"]
     assert num["first_nonfinite_step"] == nan_at * 10 and num["nonfinite_count"] == 1
     s = res.meta["series"]["numerics.loss"]

@@ -336,21 +336,6 @@ def test_extend_arrow_equals_add() -> None:
     assert len(col.samples()) <= MAX_SAMPLES
 
 
-def test_nan_in_the_last_percent_is_found_by_the_engine(tmp_path: Path) -> None:
-    """A 22 MB log (over the threshold): the engine reads it through a memory map, the NaN comes
-    with its step, and the facts are the Python path's."""
-    lines, nan_at = 220_000, 219_000
-    log = tmp_path / "big.log"
-    _big_generic_log(log, lines, nan_at)
-    res = training_log.parse_path(str(log))
-    assert res.meta["engine"] == "arrow"
-    num = res.facts["numerics"]
-    assert num["first_nonfinite_step"] == nan_at * 10 and num["nonfinite_count"] == 1
-    s = res.meta["series"]["numerics.loss"]
-    assert s["count"] == lines and s["first_nonfinite"]["step"] == nan_at * 10
-    assert [p["step"] for p in s["first_nonfinite"]["around"]][-1] == (nan_at + 20) * 10
-    ref = training_log.parse_path(str(log), engine="python")
-    assert same(ref.facts, res.facts) and same(ref.meta["series"], res.meta["series"]) and ref.notes == res.notes
 
 
 def test_the_engine_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
