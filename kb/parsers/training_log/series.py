@@ -17,7 +17,7 @@ import math
 import operator
 from collections import deque
 from functools import reduce
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kb.parsers.base import MAX_SAMPLES
@@ -97,6 +97,16 @@ class Series:
                 self.after = WINDOW
         self.tail.append((i, value))
 
+    def _begin(self, n: int, first: Callable[[int], Sequence[float]]) -> int:
+        """Count ``n`` more samples, the first of them into the verbatim head while it has room
+        (``first(room)`` gives them); the index of the first new sample."""
+        base = self.count
+        self.count = base + n
+        room = MAX_SAMPLES - len(self.head)
+        if room > 0:
+            self.head.extend(first(room))
+        return base
+
     def extend(self, values: Sequence[float], steps: Sequence[Any] | None = None, step: int | None = None) -> None:
         """Many FINITE samples at once (the caller checked ``math.isfinite(sum(values))``).
 
@@ -106,11 +116,7 @@ class Series:
         n = len(values)
         if not n:
             return
-        base = self.count
-        self.count = base + n
-        room = MAX_SAMPLES - len(self.head)
-        if room > 0:
-            self.head.extend(values[:room])
+        base = self._begin(n, lambda room: values[:room])
         off = (-base) % self.stride
         if off < n:
             self.ds.extend(zip(range(base + off, base + n, self.stride), values[off :: self.stride]))
@@ -200,11 +206,7 @@ class Series:
         n = len(col)
         if not n:
             return
-        base = self.count
-        self.count = base + n
-        room = MAX_SAMPLES - len(self.head)
-        if room > 0:
-            self.head.extend(col.slice(0, room).to_pylist())
+        base = self._begin(n, lambda room: col.slice(0, room).to_pylist())
         stride = self._stride_for(base, n)
         first = (-base) % stride
         if first < n:
