@@ -67,4 +67,19 @@ def fact_name(kn: Knowledge, path: str, lang: str) -> str:
         return str(summ[tail][lang]).format(name=fact_name(kn, head, lang))
     if head in names and "key" in summ:
         return str(summ["key"][lang]).format(name=names[head][lang], key=tail)
-    return path
+    doc = _schema_doc(kn, path)
+    return doc if doc else path
+
+
+def _schema_doc(kn: Knowledge, path: str) -> str | None:
+    """The fact schema's own description of a fact (``facts.yaml`` ``doc``), for facts that
+    ``report.yaml`` does not name; a map's key is shown with its map's description."""
+    fs = kn.fact_schema
+    group, _, field = path.partition(".")
+    spec = fs.top.get(path) if not field else None
+    if spec is None and group in fs.groups:
+        name, _, key = field.partition(".")
+        spec = fs.groups[group].fields.get(name)
+        if spec is not None and key:
+            return f"{spec.doc} ({key})" if spec.doc else None
+    return spec.doc if spec is not None and spec.doc else None
