@@ -143,9 +143,9 @@ class Reasoner:
             self._edge_facts.setdefault(st.source, set()).update(facts)
             if st.answer:
                 below.setdefault(f"{st.source}={st.answer}", set()).add(st.target)
-        self._below_answer = {
-            key: {c for c in kn.causes if targets & set(index.ancestors.get(c, ()))}
-            for key, targets in below.items()}
+        up = {c: set(index.ancestors.get(c, ())) for c in kn.causes}
+        self._below_answer = {key: {c for c, anc in up.items() if targets & anc}
+                              for key, targets in below.items()}
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 

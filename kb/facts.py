@@ -12,12 +12,18 @@ from typing import Any
 from pydantic import BaseModel
 
 
-def facts_model(kn: Any = None) -> type[BaseModel]:
-    """The input model of ``kn`` (the bundled knowledge by default)."""
+def _knowledge(kn: Any) -> Any:
+    """``kn``, else the bundled knowledge."""
     if kn is None:
         from kb.loaded import load_knowledge
 
         kn = load_knowledge()
+    return kn
+
+
+def facts_model(kn: Any = None) -> type[BaseModel]:
+    """The input model of ``kn`` (the bundled knowledge by default)."""
+    kn = _knowledge(kn)
     return kn.facts_model()
 
 
@@ -25,12 +31,8 @@ def model_for(data: Any, kn: Any = None) -> type[BaseModel]:
     """The model to validate ``data`` (a decoded facts document) with: the input model of
     only the groups the document holds. It validates exactly as the full model does and is
     much cheaper to build; use :func:`facts_model` for the class itself."""
-    if kn is None:
-        from kb.loaded import load_knowledge
-
-        kn = load_knowledge()
-    keys = data.keys() if isinstance(data, dict) else ()
-    return kn.facts_model(groups=[k for k in keys if k in kn.fact_schema.groups])
+    kn = _knowledge(kn)
+    return kn.facts_model(groups=data.keys() if isinstance(data, dict) else ())
 
 
 _UNITS: dict[str, dict[str, str]] = {}
@@ -41,10 +43,7 @@ def fact_units(kn: Any = None) -> dict[str, str]:
     so the input model need not be built)."""
     from kb.engine.schema import schema_units
 
-    if kn is None:
-        from kb.loaded import load_knowledge
-
-        kn = load_knowledge()
+    kn = _knowledge(kn)
     key = kn.digest + kn.root
     got = _UNITS.get(key)
     if got is None:

@@ -59,6 +59,27 @@ _LINES = {
 }
 
 
+def _odd_lines_log(counters: bool) -> str:
+    """Metric lines of three formats with odd lines between them: NaN/inf/overflow values, a
+    negative lr, Megatron skips (``counters``: and NaN counters), an OOM and an eval line."""
+    rng = random.Random(5)
+    out = []
+    for i in range(1, 6000):
+        fmt = ("hf", "generic", "megatron")[i // 2000]
+        v = rng.choice(["nan", "inf", "1e999", "-0.5", "0x1"]) if rng.random() < 0.01 else f"{rng.random():.4f}"
+        line = _LINES[fmt](i, v, f"{rng.random():.3f}")
+        if rng.random() < 0.005:
+            line = line.replace("2e-05", "-2e-05").replace("skipped iterations:   0", "skipped iterations:   1")
+        if counters and rng.random() < 0.005:
+            line = line.replace("nan iterations:   0", "nan iterations:   2")
+        out.append(line)
+        if rng.random() < 0.003:
+            out.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+        if rng.random() < 0.003:
+            out.append(f"{{'eval_loss': {rng.random()}, 'epoch': 1.0}}\n")
+    return "".join(out)
+
+
 def _values(rng: random.Random, n: int) -> list[str]:
     """Decimal texts of every shape the engine takes in bulk: widths, exponents, signs, long mantissas."""
     out = []
@@ -98,20 +119,7 @@ def test_odd_lines_inside_a_region_are_fed_in_order(split_min: int, monkeypatch:
     lines between bulk lines: each is fed to the line reader at its place, the rest in bulk (a
     region whole, or cut in parts analysed on two threads)."""
     monkeypatch.setattr(columnar, "SPLIT_MIN", split_min)
-    rng = random.Random(5)
-    out = []
-    for i in range(1, 6000):
-        fmt = ("hf", "generic", "megatron")[i // 2000]
-        v = rng.choice(["nan", "inf", "1e999", "-0.5", "0x1"]) if rng.random() < 0.01 else f"{rng.random():.4f}"
-        line = _LINES[fmt](i, v, f"{rng.random():.3f}")
-        if rng.random() < 0.005:
-            line = line.replace("2e-05", "-2e-05").replace("skipped iterations:   0", "skipped iterations:   1")
-        out.append(line)
-        if rng.random() < 0.003:
-            out.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
-        if rng.random() < 0.003:
-            out.append(f"{{'eval_loss': {rng.random()}, 'epoch': 1.0}}\n")
-    text = "".join(out)
+    text = _odd_lines_log(counters=False)
     for bs in (4096, 1 << 16, 1 << 22):
         _check_polars(text, bs)
     got = training_log.parse_stream(io.BytesIO(text.encode()), "g", engine="polars")

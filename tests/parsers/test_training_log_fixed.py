@@ -27,7 +27,7 @@ from kb.parsers.base import MAX_SAMPLES
 from kb.parsers.training_log import columns, fixed
 from kb.parsers.training_log.series import Series
 from tests.parsers._fixtures import FIXTURES, same
-from tests.parsers.test_training_log_columnar import _LINES, _values
+from tests.parsers.test_training_log_columnar import _LINES, _odd_lines_log, _values
 from tests.parsers.test_training_log_fast import _big_generic_log, _log, _summaries_match
 
 pa = pytest.importorskip("pyarrow")  # the `fast` and `dev` extras install it
@@ -153,22 +153,7 @@ def test_a_cycle_of_templates_is_read_as_one_pattern(monkeypatch: pytest.MonkeyP
 def test_odd_lines_inside_a_region_are_fed_in_order() -> None:
     """NaN/inf/overflow values, negative lr, Megatron skips, other trigger lines and unknown metric
     lines between bulk lines: each at its place, through regions of several sizes."""
-    rng = random.Random(5)
-    out = []
-    for i in range(1, 6000):
-        fmt = ("hf", "generic", "megatron")[i // 2000]
-        v = rng.choice(["nan", "inf", "1e999", "-0.5", "0x1"]) if rng.random() < 0.01 else f"{rng.random():.4f}"
-        line = _LINES[fmt](i, v, f"{rng.random():.3f}")
-        if rng.random() < 0.005:
-            line = line.replace("2e-05", "-2e-05").replace("skipped iterations:   0", "skipped iterations:   1")
-        if rng.random() < 0.005:
-            line = line.replace("nan iterations:   0", "nan iterations:   2")
-        out.append(line)
-        if rng.random() < 0.003:
-            out.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
-        if rng.random() < 0.003:
-            out.append(f"{{'eval_loss': {rng.random()}, 'epoch': 1.0}}\n")
-    text = "".join(out)
+    text = _odd_lines_log(counters=True)
     for region in (4096, 1 << 16, 1 << 23):
         _check(text, region=region, window=1 << 12, first=256)
 

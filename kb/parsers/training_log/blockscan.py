@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from kb.parsers.training_log import formats
@@ -26,6 +26,50 @@ LOOKBACK = 15  # lines before an OOM searched for a backward() frame
 
 def _text(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "replace")
+
+
+def regions(stream: BinaryIO, block_size: int, fresh: bool = False
+            ) -> Iterator[tuple[bytearray, int, bool]]:
+    """The stream cut into regions of whole lines: ``(buf, hi, last)``, buf[1:hi] to scan (buf[0]
+    is a newline sentinel). The last complete line of a block is held back for the next one (its
+    lookahead); the last region (``last``) holds everything left. A block without two line ends
+    is read on into a larger buffer, up to lines of MAX_LINE bytes; past that it is cut. With
+    ``fresh`` each region comes in a new buffer, so that it can be analysed while the next one is
+    read."""
+    cap = max(block_size, 16) + 1
+    buf = bytearray(cap)
+    buf[0] = 10
+    fill = 1  # bytes used in buf: the sentinel and the carried lines
+    while True:
+        n = read_block(stream, buf, fill, cap)
+        end = fill + n
+        if n == 0:  # end of input: everything left, the last line with it
+            yield buf, end, True
+            return
+        cut = buf.rfind(b"\n", 1, end)
+        cut2 = buf.rfind(b"\n", 1, cut) if cut > 0 else -1
+        if cut2 > 0:
+            hi = cut2 + 1  # the last complete line is held back for the next block
+        elif end < cap:
+            fill = end  # room left: read more first
+            continue
+        elif cap <= 2 * MAX_LINE:
+            grown = bytearray(2 * cap)  # lines longer than the block: a larger buffer
+            grown[:end] = buf[:end]
+            buf, cap, fill = grown, len(grown), end
+            continue
+        else:
+            hi = end  # a line over MAX_LINE (binary junk): cut here
+        yield buf, hi, False
+        rest = end - hi
+        if fresh:
+            nbuf = bytearray(cap)
+            nbuf[0] = 10
+            nbuf[1 : 1 + rest] = buf[hi:end]
+            buf = nbuf
+        else:
+            buf[1 : 1 + rest] = buf[hi:end]
+        fill = 1 + rest
 
 
 def read_block(stream: BinaryIO, buf: bytearray, fill: int, cap: int) -> int:
@@ -62,37 +106,12 @@ class BlockScan:
         self.progress: Callable[[int], None] | None = None
 
     def run(self, stream: BinaryIO, block_size: int) -> None:
-        cap = max(block_size, 16) + 1
-        buf = bytearray(cap)
-        buf[0] = 10
-        fill = 1  # bytes used in buf: the sentinel and the carried lines
-        while True:
-            n = read_block(stream, buf, fill, cap)
-            end = fill + n
+        for buf, hi, last in regions(stream, block_size):
             self.buf = buf
-            if n == 0:  # end of input: everything left, the last line with it
-                if end > 1:
-                    self.scan(1, end)
-                return
-            cut = buf.rfind(b"\n", 1, end)
-            cut2 = buf.rfind(b"\n", 1, cut) if cut > 0 else -1
-            if cut2 > 0:
-                hi = cut2 + 1  # the last complete line is held back for the next block
-            elif end < cap:
-                fill = end  # room left: read more first
-                continue
-            elif cap <= 2 * MAX_LINE:
-                grown = bytearray(2 * cap)  # lines longer than the block: a larger buffer
-                grown[:end] = buf[:end]
-                buf, cap, fill = grown, len(grown), end
-                continue
-            else:
-                hi = end  # a line over MAX_LINE (binary junk): cut here
-            self.scan(1, hi)
-            self._remember(1, hi)
-            rest = end - hi
-            buf[1 : 1 + rest] = buf[hi:end]
-            fill = 1 + rest
+            if hi > 1:
+                self.scan(1, hi)
+            if not last:
+                self._remember(1, hi)
 
     def _remember(self, lo: int, hi: int) -> None:
         """Keep the last LOOKBACK lines of the region for the next region's lookback."""

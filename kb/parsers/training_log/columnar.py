@@ -42,7 +42,7 @@ import os
 from typing import Any
 
 from kb.parsers.training_log import formats
-from kb.parsers.training_log.blockscan import MAX_LINE, BlockScan, read_block
+from kb.parsers.training_log.blockscan import BlockScan, regions
 from kb.parsers.training_log.columns import FEED, ROLES, Region, analyse
 
 THRESHOLD = 8 * 1024 * 1024  # inputs over this many bytes use the engine (polars imported then)
@@ -98,46 +98,21 @@ class ColumnarScan(BlockScan):
     def run(self, stream: Any, block_size: int) -> None:
         """:meth:`BlockScan.run` with a fresh buffer per block, so that one block is applied while
         the next one is analysed."""
-        cap = max(block_size, 16) + 1
-        buf = bytearray(cap)
-        buf[0] = 10
-        fill = 1
         pending: tuple[bytearray, int, Any] | None = None
         try:
-            while True:
-                n = read_block(stream, buf, fill, cap)
-                end = fill + n
-                if n == 0:  # end of input: everything left, the last line with it
+            for buf, hi, last in regions(stream, block_size, fresh=True):
+                if last:
                     if pending is not None:
                         self._complete(*pending)
                         pending = None
-                    if end > 1:
+                    if hi > 1:
                         self.buf = buf
-                        self.scan(1, end)
+                        self.scan(1, hi)
                     return
-                cut = buf.rfind(b"\n", 1, end)
-                cut2 = buf.rfind(b"\n", 1, cut) if cut > 0 else -1
-                if cut2 > 0:
-                    hi = cut2 + 1  # the last complete line is held back for the next block
-                elif end < cap:
-                    fill = end
-                    continue
-                elif cap <= 2 * MAX_LINE:
-                    grown = bytearray(2 * cap)
-                    grown[:end] = buf[:end]
-                    buf, cap, fill = grown, len(grown), end
-                    continue
-                else:
-                    hi = end
                 job = self._submit(buf, 1, hi)
                 if pending is not None:
                     self._complete(*pending)
-                pending = (buf, hi, job)
-                rest = end - hi
-                nbuf = bytearray(cap)  # the block just read stays intact until it is applied
-                nbuf[0] = 10
-                nbuf[1 : 1 + rest] = buf[hi:end]
-                buf, fill = nbuf, 1 + rest
+                pending = (buf, hi, job)  # the block stays intact until it is applied
         finally:
             if self._pool is not None:
                 self._pool.shutdown(cancel_futures=True)
