@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from . import rules
 from .conditions import base_path, evaluate, evaluate_clause, flatten
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
-from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
+from .knowledge import PREVALENCE_ORDER, SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
@@ -64,6 +64,8 @@ class CauseResult:
     signature: bool = False
     #: the user's words name this cause
     mentioned: bool = False
+    #: how many distinct words of the cause's own the user's text holds (1 or 2: two say more)
+    mention_weight: int = 0
     #: answers the user's words give (node=answer) that lead to this cause
     said: list[str] = field(default_factory=list)
     #: confirmed causes this one sets off (its ``leads_to``), for the causal order
@@ -150,9 +152,12 @@ class Reasoner:
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 
     def diagnose(self, facts: BaseModel | dict[str, Any],
-                 extra_branches: dict[str, list[str]] | None = None) -> Diagnosis:
+                 extra_branches: dict[str, list[str]] | None = None,
+                 fallback_branches: dict[str, list[str]] | None = None) -> Diagnosis:
         """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
-        adds branches in play (e.g. from the user's own words) with the reasons to show."""
+        adds branches in play (e.g. from the user's own words) with the reasons to show;
+        ``fallback_branches`` (e.g. named by the artifacts' text) only when nothing else puts a
+        branch in play and no measurement says the job is healthy."""
         if isinstance(facts, dict):
             flat = dict(facts)
             symptom_given = "symptom" in flat or "symptom_text" in flat
@@ -168,6 +173,14 @@ class Reasoner:
                 extra.setdefault(cause.branch, []).append(f"signature:{cid}")
         words_roots = {self.kn.branches[b].root for b in extra}
         run = self._runner.run(flat, words_roots)
+        fallback = {b: list(v) for b, v in (fallback_branches or {}).items()
+                    if b in self.kn.branches}
+        if fallback and not any(root in run.reached for root in self._root_branch) and (
+                symptom_given or not any(k in self._entry_paths for k in flat)):
+            # nothing put a branch in play and no measurement says "healthy": the weaker
+            # reasons decide which branch to open (hypotheses only; a cause still needs facts)
+            extra = fallback
+            run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
 
         branch_reasons: dict[str, list[str]] = {}
         for root, b in self._root_branch.items():
@@ -188,14 +201,23 @@ class Reasoner:
             results.append(self._cause_result(cause.id, known, state, run))
 
         seen = set(flat.get("signatures") or ())
-        named = set(flat.get("mentions") or ())
+        # "mentions" holds a cause once per distinct word of its own that the text holds
+        named: dict[str, int] = {}
+        for cid in flat.get("mentions") or ():
+            named[cid] = named.get(cid, 0) + 1
         said = list(dict.fromkeys(flat.get("said") or ()))
         for r in results:
             r.signature = r.cause_id in seen
             r.mentioned = r.cause_id in named
+            r.mention_weight = min(2, named.get(r.cause_id, 0))
             r.said = [k for k in said if r.cause_id in self._below_answer.get(k, ())]
         self._score(results)
-        results.sort(key=self._rank)
+        # among equally supported hypotheses, the branch the inputs name most strongly first:
+        # one a measured fact enters, then those the words or messages name, in their order
+        named = list(extra)
+        strength = {b: 0 if any(r.startswith("entry:") for r in branch_reasons[b])
+                    else 1 + named.index(b) if b in named else 0 for b in in_play}
+        results.sort(key=lambda r: self._rank(r, strength.get(r.branch, 0)))
         results = self._causal_order(results)
         next_checks = self._next_checks(results, known, in_play, state)
         status = self._status(results, in_play, symptom_given, flat)
@@ -277,8 +299,8 @@ class Reasoner:
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed
         by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1),
-        a message signature of its own seen in the inputs (2), the user's words naming it (1)
-        or answering a question on the way to it (1 each), less the support that fails."""
+        a message signature of its own seen in the inputs (2), the user's words naming it (1, 2
+        for two words or more) or answering a question on the way to it (1 each), less the support that fails."""
         open_by_branch: dict[str, list[set[tuple]]] = {}
         held = {id(r): self._held(r) for r in results}
         for r in results:
@@ -292,18 +314,19 @@ class Reasoner:
             # not: what was not collected says nothing
             against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists")
             r.evidence = round(own - against
-                               + 2 * r.signature + r.mentioned + len(r.said), 3)
+                               + 2 * r.signature + r.mention_weight + len(r.said), 3)
 
-    def _rank(self, r: CauseResult) -> tuple:
+    def _rank(self, r: CauseResult, branch_strength: int = 0) -> tuple:
         state_order = {"confirmed": 0, "hypothesis": 1, "ruled_out": 2}[r.state]
         cause = self.kn.causes[r.cause_id]
         if r.state == "confirmed":  # confirmed: the knowledge's priority, then the evidence
             return (state_order, -cause.priority, -r.evidence, -r.confidence,
                     SEVERITY_ORDER[r.severity], r.cause_id)
         # hypotheses: the evidence; then how much of the path already holds; then the prior
-        # (the SOP's own causes are the common ones, additions beyond it rarer); priority
-        common = 0 if cause.seed != "beyond-seed" else 1
-        return (state_order, -r.evidence, -r.confidence, common, -cause.priority,
+        # (how common the cause is; the SOP's own causes before additions beyond it); priority
+        seeded = 0 if cause.seed != "beyond-seed" else 1
+        return (state_order, -r.evidence, -r.confidence, branch_strength,
+                PREVALENCE_ORDER[cause.prevalence], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
 
     def _leads(self, a: CauseResult, b: CauseResult) -> bool:

@@ -30,6 +30,7 @@ from .schema import FactSchema, build_model
 Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "contains"]
 Severity = Literal["fix_now", "tune", "investigate", "watch"]
 SEVERITY_ORDER: dict[str, int] = {"fix_now": 0, "tune": 1, "investigate": 2, "watch": 3}
+PREVALENCE_ORDER: dict[str, int] = {"very_common": 0, "common": 1, "occasional": 2, "rare": 3}
 NodeKind = Literal["start", "question", "problem", "optimisable", "fixed", "tool"]
 
 
@@ -165,6 +166,9 @@ class Cause(_Model):
     severity: Severity
     seed: str = Field(description="seed section it comes from, or 'beyond-seed'")
     priority: int = 0
+    #: how often this cause is behind its branch's symptom in practice: among hypotheses with
+    #: equal evidence, the common ones come first (a prior, never evidence)
+    prevalence: Literal["very_common", "common", "occasional", "rare"] = "occasional"
     under: list[Attach] = Field(min_length=1)
     conditions: list[Clause] = Field(default_factory=list)
     supporting: list[Clause] = Field(default_factory=list)

@@ -69,6 +69,8 @@ class Gathered:
     #: input name -> detected format
     sources: dict[str, str] = field(default_factory=dict)
     conflicts: bool = False
+    #: the artifacts' free text (bounded), whose words name a branch when nothing else does
+    prose: str = ""
 
 
 def _as_inputs(inputs: Sequence[Input] | Input) -> list[Any]:
@@ -111,6 +113,7 @@ def gather(facts: Any = None, *, inputs: Sequence[Input] | Input = (),
         got.conflicts = bool(conflicts)
         got.warnings += [f"conflict: {c}" for c in conflicts] + list(bundle.notes)
         got.sources.update(bundle.sources)
+        got.prose = "\n".join(bundle.prose)
     if symptom:
         data = dict(data)
         data["symptom_text"] = symptom
@@ -148,6 +151,21 @@ def diagnose(
     return report_for(g, kn, lang=lang, overrides=overrides, llm=llm)
 
 
+def _complete_gpu(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
+    """What the GPU's product name tells (graphs/gpus.yaml), where nothing measured it."""
+    gpu = getattr(f, "gpu", None)  # a partial model holds only the groups given
+    if gpu is None or not gpu.name:
+        return f, []
+    from kb.facts import model_for
+    from kb.gpu_models import complete
+
+    data = f.model_dump(mode="python", exclude_defaults=True)
+    notes = complete(data)
+    if not notes:
+        return f, []
+    return model_for(data, kn).model_validate(data), [f"derived: {n}" for n in notes]
+
+
 def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
                overrides: Mapping[str, float] | None = None, llm: Any = None) -> Report:
     """Reason over gathered facts and word the report (the second half of :func:`diagnose`)."""
@@ -162,7 +180,15 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         warn += text_notes
         if f.symptom is None:
             extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
-    d = r.diagnose(f, extra_branches=extra)
+    f, gpu_notes = _complete_gpu(f, kn)
+    warn += gpu_notes
+    fallback: dict[str, list[str]] = {}
+    if g.prose and f.symptom is None:
+        from kb.symptom_text import text_branches
+
+        fallback = {b: [f"artifact_text:{w}" for w in words]
+                    for b, words in text_branches(g.prose, kn).items()}
+    d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback)
     rep = ReportBuilder(kn, lang, r.overrides).build(
         d, f, warnings=warn, inputs=dict(g.sources), kb_version=__version__,
         conflicts=g.conflicts)

@@ -44,6 +44,10 @@ _COUNTERS = frozenset({"compile.graph_break_reasons", "compile.recompile_reasons
 _DERIVED = frozenset({"distributed.outlier_ranks"})
 
 
+#: characters of free text kept over all inputs (a folder of many logs stays bounded)
+PROSE_TOTAL = 1024 * 1024
+
+
 @dataclass
 class InputBundle:
     """The merged result of all inputs."""
@@ -53,6 +57,9 @@ class InputBundle:
     notes: list[str] = field(default_factory=list)
     #: input name -> detected (or forced) format
     sources: dict[str, str] = field(default_factory=dict)
+    #: the inputs' free text (bounded: :data:`PROSE_TOTAL` characters in all), whose words may
+    #: name a branch when no fact does
+    prose: list[str] = field(default_factory=list)
 
 
 def _fmt(value: Any) -> str:
@@ -365,6 +372,8 @@ def parse_binary(stream: Any, name: str, input_format: str | None, explicit: boo
     if state.get("long_lines"):
         res.notes.append(f"{name}: {state['long_lines']} line(s) longer than {MAX_LINE_BYTES} "
                          "bytes were cut")
+    if fmt in incident.TAPPED:  # a log's words: its head (a tool's table has no prose)
+        res.meta.setdefault("prose", incident.prose(head.decode("utf-8", "replace").splitlines()))
     res.facts, dropped = drop_bad_numbers(res.facts, name)
     res.notes.extend(dropped)
     return res
@@ -461,6 +470,10 @@ def load_inputs(
         bundle.sources[res.source] = res.format
         bundle.notes.extend(res.notes)
         merge_partial(bundle.facts, res.facts, res.source, origins, bundle.conflicts)
+        text = res.meta.get("prose")
+        room = PROSE_TOTAL - sum(map(len, bundle.prose))
+        if text and room > 0:
+            bundle.prose.append(text[:room])
     forced = {r for res in results for r in res.meta.get("forced_outliers", [])}
     _reanalyse_ranks(bundle, forced)
     _checkpoint_waits(bundle, results)

@@ -28,16 +28,26 @@ def _ascii_word(w: str) -> re.Pattern[str]:
     # whole words only, at the ends that are letters or digits (".item()" may follow "tensor")
     left = r"(?<![a-z0-9])" if w[:1].isalnum() else ""
     right = r"(?![a-z0-9])" if w[-1:].isalnum() else ""
-    return re.compile(left + re.escape(w) + right)
+    body = re.escape(w)
+    if len(w) > 3 and w[-1:].isalpha():
+        # the word's inflections: "hang" hears "hangs", "hanging"; "overheat" "overheating";
+        # "diverge" "diverging" (short words such as "inf" or "oom" stay exact)
+        body = (f"(?:{body}(?:s|es|ed|d|ing)?|{re.escape(w[:-1])}ing)" if w.endswith("e")
+                else f"{body}(?:s|es|ed|ing)?")
+    return re.compile(left + body + right)
 
 
 def _matches(low: str, vocab: Any) -> list[str]:
     words = []
+    spans: set[tuple[int, int]] = set()
     low = _norm(low)
     for w in list(vocab.en) + list(vocab.zh):
         wl = w.lower()
         if wl.isascii():
-            if _ascii_word(wl).search(low):
+            m = _ascii_word(wl).search(low)
+            # one place in the text counts once ("diverge" and "diverged" both hear "diverged")
+            if m and m.span() not in spans:
+                spans.add(m.span())
                 words.append(w)
         elif wl in low:
             words.append(w)
@@ -54,6 +64,15 @@ def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
         if words:
             hits[b.id] = words
     return dict(sorted(hits.items(), key=lambda kv: -len(kv[1])))
+
+
+def text_branches(text: str, kn: Knowledge) -> dict[str, list[str]]:
+    """The branches an artifact's free text names most: those with the most distinct words of
+    their vocabulary (a log that says "NaN" and "loss scale" is about numerics). A weak
+    reason, for when no fact and no word of the user's puts a branch in play."""
+    hits = classify(text, kn)
+    best = max((len(w) for w in hits.values()), default=0)
+    return {b: w for b, w in hits.items() if len(w) == best}
 
 
 def quoted_messages(text: str, kn: Knowledge) -> list[str]:
@@ -130,6 +149,8 @@ class Mentions:
     dtypes: list[str] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)
     frameworks: list[str] = field(default_factory=list)
+    #: GPU products named ("RTX 4090", "A100"): what their name tells is in graphs/gpus.yaml
+    gpus: list[str] = field(default_factory=list)
     #: the words that matched, in the text's own spelling ("~300 steps", "fp16", "vLLM")
     words: list[str] = field(default_factory=list)
 
@@ -165,7 +186,7 @@ def _vocab_hits(text: str, vocab: dict[str, tuple[str, ...]], words: list[str]) 
 
 
 def mentions(text: str) -> Mentions:
-    """Step numbers, dtypes, engines and frameworks mentioned in ``text`` (en or zh)."""
+    """Step numbers, dtypes, engines, frameworks and GPU products mentioned in ``text``."""
     out = Mentions()
     spans: list[tuple[int, int]] = []
     for pat in _STEP_PATTERNS:
@@ -182,6 +203,10 @@ def mentions(text: str) -> Mentions:
     out.dtypes = _vocab_hits(text, _DTYPES, out.words)
     out.engines = _vocab_hits(text, _ENGINES, out.words)
     out.frameworks = _vocab_hits(text, _FRAMEWORKS, out.words)
+    from kb.gpu_models import named_in
+
+    out.gpus = named_in(text)
+    out.words.extend(out.gpus)
     return out
 
 
@@ -209,9 +234,22 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, "numerics.dtype", m.dtypes[0])
     if len(m.engines) == 1:
         _set(facts, "inference.engine", m.engines[0])
+    if len(m.gpus) == 1:
+        _set(facts, "gpu.name", m.gpus[0])
     if branch is None and kn is not None:
         hits = classify(text, kn)
         branch = next(iter(hits), None)
+    # launch commands, flags and environment settings quoted in the words ("vllm serve ...
+    # --enforce-eager", "export NCCL_P2P_DISABLE=1"): the same line reader as for artifacts
+    from kb.readers.lines import LineFacts
+
+    lf = LineFacts()
+    for line in text.splitlines():
+        lf.feed(line)
+    for path, value in _leaves(lf.finish()).items():
+        if path.startswith("env."):
+            continue  # the settings' meaning is kept; the raw variable is an artifact's
+        _set(facts, path, value)
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):
         # a step in a numerics text is the first non-finite one only when NaN/Inf is named
@@ -283,7 +321,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     if named and named_by:
         named = {c: w for c, w in named.items() if kn.causes[c].branch in named_by}
     if named:
-        extracted = {**extracted, "mentions": sorted(named)}
+        # a cause once per distinct word of its own (two words name it more surely than one)
+        extracted = {**extracted, "mentions": sorted(c for c, w in named.items()
+                                                     for _ in range(min(2, len(w))))}
         # words that name a cause name its branch too
         for cid, words in named.items():
             b = kn.causes[cid].branch
@@ -291,7 +331,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
             branches[b] += [w for w in words if w not in branches[b]]
         branches = dict(sorted(branches.items(), key=lambda kv: -len(kv[1])))
     said = answers_said(text, kn) if text else {}
-    said = {k: w for k, w in said.items() if k.split(".", 1)[0] in named_by | set(branches)}
+    # a question's answer counts in a branch the text is about (its own vocabulary, the
+    # artifacts, the symptom), not one reached only through a cause's word ("checkpoint")
+    about = named_by or set(branches)
+    said = {k: w for k, w in said.items() if k.split(".", 1)[0] in about}
     if said:
         extracted = {**extracted, "said": sorted(said)}
     quoted = quoted_messages(text, kn) if text else []

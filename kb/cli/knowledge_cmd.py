@@ -4,6 +4,7 @@ and the facts contract, listed for people (tables) and programs (``--format json
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -59,6 +60,15 @@ def validate(
     kn = knowledge.load(path or data_dir("graphs"), use_cache=False)
     g = build(kn)
     problems = check(kn, g)
+    gpus = Path(kn.root) / "gpus.yaml"
+    if gpus.exists():  # what a GPU's name tells (kb.gpu_models): its examples resolve to it
+        from kb.engine.errors import KnowledgeError
+        from kb.gpu_models import load as load_gpus
+
+        try:
+            load_gpus(gpus)
+        except KnowledgeError as err:
+            problems = list(problems) + list(err.problems)
     if problems:
         for p in problems:
             typer.echo(f"kb: problem: {p}", err=True)

@@ -15,6 +15,7 @@ It is never detected by ``sniff``: the loader falls back to it when nothing else
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,13 @@ TAPPED = frozenset({"training_log", "torch_compile"})
 TAP_LINE_BYTES = 8 * 1024 * 1024
 #: a tapped input is scanned for signatures in text blocks of about this size
 TAP_BLOCK = 1 << 20
+#: characters of an input's free text kept for naming a branch (see kb.api.report_for)
+PROSE_CHARS = 256 * 1024
+#: an issue template's question answered "no" ("Using distributed or parallel set-up in
+#: script?: No"): its words name what the job does not do
+_DENIED = re.compile(r"\?\s*:?\s*(?:no|none|n/?a|false)\.?\s*$", re.I)
+#: a Python traceback's frame line
+_FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 #: notes the sub-parsers write when a region they were handed holds nothing they know
 _EMPTY_NOTES = ("no known training-log signal found", "no graph break, recompilation")
 
@@ -79,6 +87,8 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
         kinds.append(f"{reg.fmt} (lines {reg.start + 1}-{reg.end})")
         _take(res, sub, facts, origins, conflicts, reg.fmt)
     log.extend(text_lines[pos:])
+    # the free text (no tool's table): its words may name a branch when nothing else does
+    res.meta["prose"] = prose(log)
     if any(x.strip() for x in log):
         sub = training_log.parse(log, source)
         if sub.facts:
@@ -100,6 +110,28 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     if not res.facts:
         res.notes.append(f"{source}: no known fact found in this text")
     return res
+
+
+def prose(lines: Iterable[str]) -> str:
+    """The free text of ``lines`` whose words may name a branch, at most PROSE_CHARS."""
+    return "\n".join(_prose(lines))[:PROSE_CHARS]
+
+
+def _prose(lines: Iterable[str]) -> Iterable[str]:
+    """The lines whose words may name a branch: not a traceback's frames and their source
+    lines (code says ``eval_dataloader`` in any failure), not a template question answered
+    "no"."""
+    code = False
+    for line in lines:
+        if _FRAME.match(line):
+            code = True  # the frame's source line follows, indented
+            continue
+        if code and line[:1] in (" ", "\t"):
+            code = False
+            continue
+        code = False
+        if not _DENIED.search(line):
+            yield line
 
 
 def _line_facts() -> LineFacts:

@@ -75,3 +75,26 @@ def test_literal_free_patterns_still_match() -> None:
     m = Matcher([sig])
     m.scan("x\n12 errs\n")
     assert [h.line for h in m.found()] == ["12 errs"]
+
+
+@pytest.mark.parametrize(("message", "fires"), [
+    # PyTorch >= 2.1 (c10/cuda/CUDACachingAllocator.cpp, reportProcessMemoryInfo): its own PID
+    # is "this process", every other PID "Process N"
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+     "23.65 GiB of which 120.00 MiB is free. Process 4242 has 14.80 GiB memory in use. Including non-PyTorch "
+     "memory, this process has 8.70 GiB memory in use. Of the allocated memory 8.10 GiB is allocated by PyTorch",
+     True),
+    # in a container NVML gives host PIDs: the job itself is "Process N" and no "this process"
+    # appears (vllm-project/vllm#1949): not another process
+    ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 0 has a total capacty of "
+     "23.64 GiB of which 1.42 GiB is free. Process 2722 has 22.22 GiB memory in use. Of the allocated memory "
+     "21.5 GiB is allocated by PyTorch", False),
+    # only this process listed
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.00 GiB. GPU 0 has a total capacity of "
+     "23.65 GiB of which 1.66 GiB is free. Including non-PyTorch memory, this process has 20.81 GiB memory in use.",
+     False),
+])
+def test_other_process_needs_this_process_listed_too(message: str, fires: bool) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert ("oom.other_process_on_gpu" in [h.cause for h in m.found()]) is fires

@@ -102,3 +102,15 @@ def test_classify_still_works_for_api(kn) -> None:
     hits = classify("GPU utilization is low, dataloader slow", kn)
     assert next(iter(hits)) == "gpu_util"
     assert all(isinstance(w, str) for ws in hits.values() for w in ws)
+
+
+def test_commands_and_settings_in_the_words_are_read() -> None:
+    from kb.symptom_text import extract
+
+    got = extract("I serve it with vllm serve my-model --enforce-eager --tensor-parallel-size 2 "
+                  "\nexport NCCL_P2P_DISABLE=1 did not help either")
+    assert got["inference"]["enforce_eager"] is True
+    assert got["inference"]["tensor_parallel_size"] == 2
+    assert got["distributed"]["p2p_disabled"] is True
+    assert "env" not in got  # the setting's meaning is kept, not the raw variable
+    assert extract("the server is slow since Monday") == {}

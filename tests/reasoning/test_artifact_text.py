@@ -1,0 +1,88 @@
+"""When no fact, no signature and no word of the user's puts a branch in play, the artifacts'
+own free text names it (a weak reason: hypotheses only), bounded in size; and with no evidence
+at all, the hypotheses come in the order of how common each cause is."""
+
+from __future__ import annotations
+
+import kb
+from kb.inputs import PROSE_TOTAL, load_inputs
+from kb.api import Blob
+from kb.loaded import load_knowledge
+
+KN = load_knowledge()
+
+#: a log with no message any signature knows and no measurement: only its words say "numerics"
+DIVERGED = ("2024-01-01 12:00:01 epoch 3 done\n"
+            "2024-01-01 12:00:02 the loss diverged again and exploded\n")
+
+
+def test_artifact_text_names_the_branch() -> None:
+    rep = kb.diagnose(inputs=[DIVERGED])
+    assert rep.branches == ["numerics"]
+    assert rep.status == "hypotheses"
+    assert not rep.findings
+    assert all(r.startswith("artifact_text:") for r in rep.branch_reasons["numerics"])
+
+
+def test_user_words_come_before_the_artifacts_text() -> None:
+    rep = kb.diagnose(inputs=[DIVERGED], symptom="CUDA out of memory at the first step")
+    assert rep.branches[0] == "oom"
+    assert "numerics" not in rep.branches
+
+
+def test_text_without_branch_words_stays_inconclusive() -> None:
+    rep = kb.diagnose(inputs=["2024-01-01 12:00:01 epoch 3 done\nsaving to /tmp/x\n"])
+    assert rep.status == "inconclusive"
+    assert rep.branches == []
+
+
+def test_a_measured_healthy_job_stays_healthy() -> None:
+    # measurements that put no branch in play say "healthy"; the log's words do not override
+    healthy = kb.diagnose({"gpu": {"utilization_samples": [97, 96, 98, 97]}})
+    assert healthy.status == "healthy"
+    rep = kb.diagnose({"gpu": {"utilization_samples": [97, 96, 98, 97]}}, inputs=[DIVERGED])
+    assert rep.status == "healthy"
+
+
+def test_prose_is_bounded_over_many_inputs() -> None:
+    big = ("the loss diverged " * 4000 + "\n") * 12  # ~860 KB of text per input
+    bundle = load_inputs([Blob(f"log{i}.txt", big.encode()) for i in range(4)])
+    assert sum(map(len, bundle.prose)) <= PROSE_TOTAL
+
+
+def test_with_no_evidence_common_causes_come_first() -> None:
+    order = {"very_common": 0, "common": 1, "occasional": 2, "rare": 3}
+    for b in KN.branches:
+        rep = kb.diagnose({"symptom": b})
+        ranks = [order[KN.causes[h.cause_id].prevalence] for h in rep.hypotheses
+                 if h.evidence == rep.hypotheses[0].evidence]
+        assert ranks == sorted(ranks), b
+        assert KN.causes[rep.hypotheses[0].cause_id].prevalence == "very_common", b
+
+
+def test_a_template_question_answered_no_names_nothing() -> None:
+    # the Transformers issue template: "Using distributed or parallel set-up in script?: No"
+    env = ("- `transformers` version: 3.1.0\n- PyTorch version (GPU?): 1.5.1\n"
+           "- Using GPU in script?: Yes\n- Using distributed or parallel set-up in script?: No\n")
+    rep = kb.diagnose(inputs=[env])
+    assert "nccl" not in rep.branches
+
+
+def test_a_tracebacks_code_names_nothing() -> None:
+    # a frame's source line is code ("eval_dataloader"), not what went wrong
+    tb = ("Traceback (most recent call last):\n"
+          '  File "trainer.py", line 1157, in evaluate\n'
+          "    output = self.prediction_loop(eval_dataloader, description=\"Evaluation\")\n"
+          '  File "trainer.py", line 1244, in prediction_loop\n'
+          "    preds = logits if preds is None else torch.cat((preds, logits), dim=0)\n")
+    rep = kb.diagnose(inputs=[tb])
+    assert "gpu_util" not in rep.branches
+
+
+def test_equal_evidence_goes_to_the_branch_named_most() -> None:
+    # no fact: the hypotheses of both branches hold no evidence; the branch the words name
+    # most leads (not the order of the branch files or of the ids)
+    a = kb.diagnose(symptom="the loss is nan, then the loss explodes and diverged; gpu utilization low")
+    b = kb.diagnose(symptom="gpu utilization low, training is slow, the gpu is idle; the loss is nan")
+    assert a.branches[0] == "numerics" and a.hypotheses[0].cause_id.startswith("numerics.")
+    assert b.branches[0] == "gpu_util" and b.hypotheses[0].cause_id.startswith("gpu_util.")

@@ -1,0 +1,83 @@
+"""The causes' own words (``words:`` in each cause file), table-driven over the knowledge: each
+word names its cause in a sentence, no word names two causes of one branch, inflections are
+heard but short words stay exact, and words rank a cause without ever confirming it."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+import kb
+from kb.loaded import load_knowledge
+from kb.symptom_text import name_causes
+
+KN = load_knowledge()
+WORDS = [(c.id, w) for c in KN.causes.values() for w in list(c.words.en) + list(c.words.zh)]
+
+
+@pytest.mark.parametrize(("cause_id", "word"), WORDS, ids=[f"{c}:{w}" for c, w in WORDS])
+def test_each_word_names_its_cause(cause_id: str, word: str) -> None:
+    sentence = f"since yesterday we see {word} on the cluster" if word.isascii() else f"从昨天起{word}。"
+    assert cause_id in name_causes(sentence, KN)
+
+
+def test_no_word_names_two_causes_of_one_branch() -> None:
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for c in KN.causes.values():
+        for w in list(c.words.en) + list(c.words.zh):
+            seen[(c.branch, " ".join(w.lower().replace("-", " ").replace("_", " ").split()))].add(c.id)
+    shared = {k: sorted(v) for k, v in seen.items() if len(v) > 1}
+    assert not shared, shared
+
+
+@pytest.mark.parametrize(("word", "text", "heard"), [
+    ("hang", "all ranks are hanging", True),
+    ("hang", "it hangs at step 3", True),
+    ("overheat", "the card is overheating", True),
+    ("diverge", "the loss is diverging", True),
+    ("diverge", "it diverged twice", True),
+    ("recompile", "recompiling every step", True),
+    ("inf", "we infer with the model", False),   # short words stay exact
+    ("oom", "rooms and zoom", False),
+    ("hang", "a hangar", False),                 # not a suffix we hear
+    ("rank", "ranked 3rd", True),
+])
+def test_inflections(word: str, text: str, heard: bool) -> None:
+    from kb.symptom_text import _ascii_word, _norm
+
+    assert bool(_ascii_word(word).search(_norm(text))) is heard
+
+
+def test_inflections_do_not_stretch_short_words() -> None:
+    # "inf" (numerics) must not hear "infer"/"inference"; "oom" must not hear "zoom"
+    from kb.symptom_text import classify
+
+    assert "numerics" not in classify("we infer with the model", KN)
+    assert "oom" not in classify("zoom in on the chart", KN)
+    assert "nccl" in classify("all ranks are hanging", KN)
+    assert "numerics" in classify("the loss is diverging", KN)
+
+
+def test_words_rank_but_never_confirm() -> None:
+    # every cause's words alone (no facts): the cause may lead the hypotheses, never a finding
+    for c in KN.causes.values():
+        if not c.words.en:
+            continue
+        rep = kb.diagnose(symptom=f"{c.words.en[0]}", lang="en")
+        assert not rep.findings, (c.id, [f.cause_id for f in rep.findings])
+
+
+def test_two_words_of_a_cause_weigh_more_than_one() -> None:
+    from kb.symptom_text import apply_text
+    from kb.facts import Facts
+
+    a = KN.causes["oom.host_ram_oom"]
+    b = KN.causes["oom.other_process_on_gpu"]
+    text = f"{a.words.en[0]} and {a.words.en[1]}; also {b.words.en[0]}"
+    facts, _, _ = apply_text(Facts(symptom="oom", symptom_text=text), KN)
+    assert facts.mentions.count(a.id) == 2 and facts.mentions.count(b.id) == 1
+    rep = kb.diagnose({"symptom": "oom", "mentions": [a.id, a.id, a.id, b.id]})
+    ev = {h.cause_id: h.evidence for h in rep.hypotheses}
+    # capped at two: three words count as two
+    assert ev[a.id] - ev[b.id] == pytest.approx(1.0)
