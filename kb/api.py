@@ -159,10 +159,21 @@ def _complete_gpu(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     from kb.facts import model_for
     from kb.gpu_models import complete
 
-    data = f.model_dump(mode="python", exclude_defaults=True)
-    notes = complete(data)
+    def part(group: str, *names: str) -> dict[str, Any]:
+        g = getattr(f, group, None)
+        return {n: v for n in names if g is not None and (v := getattr(g, n, None)) is not None}
+
+    # what the name could add, asked on the few facts it touches (a full dump costs more)
+    probe = {"gpu": part("gpu", "name", "compute_capability"),
+             "distributed": part("distributed", "nvlink_present"),
+             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink")}
+    notes = complete(probe)
     if not notes:
         return f, []
+    data = f.model_dump(mode="python", exclude_defaults=True)
+    for group, values in probe.items():
+        if values:
+            data.setdefault(group, {}).update(values)
     return model_for(data, kn).model_validate(data), [f"derived: {n}" for n in notes]
 
 
@@ -189,6 +200,11 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         fallback = {b: [f"artifact_text:{w}" for w in words]
                     for b, words in text_branches(g.prose, kn).items()}
     d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback)
+    for b, why in d.branch_reasons.items():  # say why a branch opened on the text alone
+        words = [w.split(":", 1)[1] for w in why if w.startswith("artifact_text:")]
+        if words:
+            warn.append(f"artifact text: {b} <- " + ", ".join(f"'{w}'" for w in words)
+                        + " (no fact or message put a branch in play; hypotheses only)")
     rep = ReportBuilder(kn, lang, r.overrides).build(
         d, f, warnings=warn, inputs=dict(g.sources), kb_version=__version__,
         conflicts=g.conflicts)

@@ -9,62 +9,77 @@ names in words ("2x RTX 4090", "on a Tesla T4").
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Any, NamedTuple
 
 from kb._data import data_dir
 from kb.engine.errors import KnowledgeError
-from kb.parsers.base import get_fact, set_fact
+from kb.factpath import get_fact, set_fact
+
+#: bumped when the row layout changes (the JSON cache key holds it)
+_CACHE_VERSION = 1
 
 
-class GpuModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class GpuModel(NamedTuple):
+    """One row of the table (validated by :func:`_validate` when the file is read)."""
 
     match: str
-    compute_capability: float = Field(gt=0, lt=20)
+    compute_capability: float
     #: False: the product has no NVLink; None: it depends on the board (only topo -m tells)
-    nvlink: bool | None = None
+    nvlink: bool | None
     #: names as tools print them that must resolve to this entry (the first that matches)
-    examples: list[str] = Field(min_length=1)
-
-    @field_validator("match")
-    @classmethod
-    def _compiles(cls, v: str) -> str:
-        try:
-            re.compile(v, re.I)
-        except re.error as exc:
-            raise ValueError(f"match does not compile: {exc}") from None
-        return v
+    examples: tuple[str, ...]
 
 
-class GpuTable(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    source: str
-    gpus: list[GpuModel] = Field(min_length=1)
+Rows = tuple[tuple[re.Pattern[str], GpuModel], ...]
 
 
-@lru_cache(maxsize=1)
-def table() -> tuple[tuple[re.Pattern[str], GpuModel], ...]:
-    """The bundled table (``graphs/gpus.yaml``), validated once."""
-    return load(data_dir("graphs") / "gpus.yaml")
+def _validate(path: Path, data: Any) -> list[GpuModel]:
+    """The file's rows, checked by pydantic models (built here: only a new or changed table
+    pays for them); raises KnowledgeError naming the file."""
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+    class _Row(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
 
-def load(path: Path) -> tuple[tuple[re.Pattern[str], GpuModel], ...]:
-    """A GPU table, validated; raises KnowledgeError naming the file when it is malformed or
-    an entry's example resolves to another entry."""
-    import yaml  # only when a GPU name is seen
+        match: str
+        compute_capability: float = Field(gt=0, lt=20)
+        nvlink: bool | None = None
+        examples: list[str] = Field(min_length=1)
+
+        @field_validator("match")
+        @classmethod
+        def _compiles(cls, v: str) -> str:
+            try:
+                re.compile(v, re.I)
+            except re.error as exc:
+                raise ValueError(f"match does not compile: {exc}") from None
+            return v
+
+    class _Table(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+
+        source: str
+        gpus: list[_Row] = Field(min_length=1)
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        t = GpuTable.model_validate(data)
-    except (OSError, yaml.YAMLError, ValueError) as exc:
-        raise KnowledgeError(str(path), str(exc).splitlines()[0]) from None
-    rows = tuple((re.compile(g.match, re.I), g) for g in t.gpus)
+        t = _Table.model_validate(data)
+    except ValidationError as exc:
+        raise KnowledgeError(str(path), str(exc).splitlines()[0],
+                             problems=[f"{path}: {e['loc']}: {e['msg']}" for e in exc.errors()]) from None
+    return [GpuModel(r.match, r.compute_capability, r.nvlink, tuple(r.examples)) for r in t.gpus]
+
+
+def _rows(models: list[GpuModel]) -> Rows:
+    return tuple((re.compile(g.match, re.I), g) for g in models)
+
+
+def _check_examples(path: Path, rows: Rows) -> None:
     # an entry shadowed by an earlier one would never be used: each example names its own
     wrong = [f"example {name!r} of {g.match!r} resolves to "
              f"{hit.match if hit else 'nothing'!r}"
@@ -72,6 +87,52 @@ def load(path: Path) -> tuple[tuple[re.Pattern[str], GpuModel], ...]:
              if (hit := next((h for rx, h in rows if rx.search(name)), None)) is not g]
     if wrong:
         raise KnowledgeError(str(path), wrong[0], problems=[f"{path}: {w}" for w in wrong])
+
+
+def load(path: Path) -> Rows:
+    """A GPU table, validated; raises KnowledgeError naming the file when it is malformed or
+    an entry's example resolves to another entry."""
+    import yaml  # only when the table is read, not from the cache
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise KnowledgeError(str(path), str(exc).splitlines()[0]) from None
+    rows = _rows(_validate(path, data))
+    _check_examples(path, rows)
+    return rows
+
+
+@lru_cache(maxsize=1)
+def table() -> Rows:
+    """The bundled table (``graphs/gpus.yaml``), validated once and cached as JSON beside the
+    knowledge cache, keyed by the file's content (a start of kb reads JSON, not YAML)."""
+    from kb.engine.knowledge import cache_dir
+
+    path = data_dir("graphs") / "gpus.yaml"
+    raw = path.read_bytes()
+    key = hashlib.sha256(raw + str(_CACHE_VERSION).encode()).hexdigest()[:20]
+    d = cache_dir()
+    cached = None if d is None else d / f"gpus-{key}.json"
+    if cached is not None:
+        try:
+            rows = [GpuModel(r[0], r[1], r[2], tuple(r[3]))
+                    for r in json.loads(cached.read_text(encoding="utf-8"))]
+            return _rows(rows)
+        except (OSError, ValueError, TypeError, IndexError):
+            pass  # no cache yet, or a damaged one: read the file
+    rows = load(path)
+    if cached is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps([list(g) for _, g in rows]), encoding="utf-8")
+            os.replace(tmp, cached)
+            old = sorted(cached.parent.glob("gpus-*.json"), key=lambda p: p.stat().st_mtime)
+            for stale in old[:-4]:  # the tables of earlier versions
+                stale.unlink(missing_ok=True)
+        except OSError:  # a read-only home just means no cache
+            pass
     return rows
 
 

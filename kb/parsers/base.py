@@ -16,6 +16,8 @@ skip what they do not understand and say so in ``notes``.
 
 from __future__ import annotations
 
+from kb.factpath import get_fact, set_fact  # noqa: F401 - the parsers' helpers, re-exported
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -90,28 +92,6 @@ def finite(value: float | None) -> float | None:
     if value is None or math.isnan(value) or math.isinf(value) or abs(value) > MAX_ABS_VALUE:
         return None
     return value
-
-
-def set_fact(facts: dict[str, Any], path: str, value: Any, *, overwrite: bool = False) -> None:
-    """Set ``facts[a][b] = value`` for the dotted ``path``; the first value wins by default."""
-    if value is None:
-        return
-    *groups, key = path.split(".")
-    node = facts
-    for g in groups:
-        node = node.setdefault(g, {})
-    if overwrite or key not in node:
-        node[key] = value
-
-
-def get_fact(facts: dict[str, Any], path: str) -> Any:
-    """Read a dotted path, None when absent."""
-    node: Any = facts
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
 
 
 def append_sample(facts: dict[str, Any], path: str, value: Any, notes: list[str] | None = None) -> None:

@@ -117,3 +117,22 @@ def test_kb_validate_checks_the_table(tmp_path: Path) -> None:
     assert p.returncode == 1
     assert "gpus.yaml" in p.stderr and "Tesla K80" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_the_table_is_cached_as_json_and_a_damaged_cache_is_ignored(tmp_path: Path, monkeypatch) -> None:
+    import kb.gpu_models as gm
+
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("KB_NO_CACHE", raising=False)
+    gm.table.cache_clear()
+    try:
+        first = gm.table()
+        cached = list(tmp_path.glob("gpus-*.json"))
+        assert len(cached) == 1
+        gm.table.cache_clear()
+        assert [g for _, g in gm.table()] == [g for _, g in first]  # read back from JSON
+        cached[0].write_text("{not json")
+        gm.table.cache_clear()
+        assert [g for _, g in gm.table()] == [g for _, g in first]  # damaged: the file again
+    finally:
+        gm.table.cache_clear()

@@ -86,3 +86,8 @@ def test_equal_evidence_goes_to_the_branch_named_most() -> None:
     b = kb.diagnose(symptom="gpu utilization low, training is slow, the gpu is idle; the loss is nan")
     assert a.branches[0] == "numerics" and a.hypotheses[0].cause_id.startswith("numerics.")
     assert b.branches[0] == "gpu_util" and b.hypotheses[0].cause_id.startswith("gpu_util.")
+
+
+def test_the_report_says_why_the_branch_opened() -> None:
+    rep = kb.diagnose(inputs=[DIVERGED])
+    assert any(w.startswith("artifact text: numerics <- 'diverge") for w in rep.warnings)

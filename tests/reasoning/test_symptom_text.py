@@ -114,3 +114,25 @@ def test_commands_and_settings_in_the_words_are_read() -> None:
     assert got["distributed"]["p2p_disabled"] is True
     assert "env" not in got  # the setting's meaning is kept, not the raw variable
     assert extract("the server is slow since Monday") == {}
+
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+_PIECES = list("abcdefghijklmnopqrstuvwxyz0123456789 -_=.:/,\n'\"") + [
+    "nan", " rtx 4090", " --tensor-parallel-size ", "vllm serve m ", "export NCCL_", "显存", "卡住",
+    " step ", "fp16", "num_workers=", "PYTORCH_CUDA_ALLOC_CONF=", " 2x ", "tesla t4"]
+_WORDY = st.lists(st.sampled_from(_PIECES), max_size=60).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(st.text(max_size=300), _WORDY))
+def test_any_words_give_valid_facts_or_nothing(text: str) -> None:
+    # whatever the user types, the words give facts the schema accepts (never an exception)
+    from kb.facts import Facts
+    from kb.loaded import load_knowledge
+    from kb.symptom_text import apply_text
+
+    facts, branches, notes = apply_text(Facts(symptom_text=text or " "), load_knowledge())
+    assert isinstance(branches, dict) and isinstance(notes, list)
+    assert facts.symptom_text == (text or " ")
