@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from dataclasses import dataclass, field
@@ -153,11 +154,13 @@ class Reasoner:
 
     def diagnose(self, facts: BaseModel | dict[str, Any],
                  extra_branches: dict[str, list[str]] | None = None,
-                 fallback_branches: dict[str, list[str]] | None = None) -> Diagnosis:
+                 fallback_branches: Callable[[], dict[str, list[str]]] | None = None
+                 ) -> Diagnosis:
         """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
         adds branches in play (e.g. from the user's own words) with the reasons to show;
-        ``fallback_branches`` (e.g. named by the artifacts' text) only when nothing else puts a
-        branch in play and no measurement says the job is healthy."""
+        ``fallback_branches`` gives branches (e.g. named by the artifacts' text) to open only
+        when nothing else puts a branch in play and no measurement says the job is healthy;
+        it is called only then (reading a text's words is not free)."""
         if isinstance(facts, dict):
             flat = dict(facts)
             symptom_given = "symptom" in flat or "symptom_text" in flat
@@ -173,14 +176,16 @@ class Reasoner:
                 extra.setdefault(cause.branch, []).append(f"signature:{cid}")
         words_roots = {self.kn.branches[b].root for b in extra}
         run = self._runner.run(flat, words_roots)
-        fallback = {b: list(v) for b, v in (fallback_branches or {}).items()
-                    if b in self.kn.branches}
-        if fallback and not any(root in run.reached for root in self._root_branch) and (
+        if fallback_branches is not None and not any(
+                root in run.reached for root in self._root_branch) and (
                 symptom_given or not any(k in self._entry_paths for k in flat)):
             # nothing put a branch in play and no measurement says "healthy": the weaker
             # reasons decide which branch to open (hypotheses only; a cause still needs facts)
-            extra = fallback
-            run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
+            fallback = {b: list(v) for b, v in fallback_branches().items()
+                        if b in self.kn.branches}
+            if fallback:
+                extra = fallback
+                run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
 
         branch_reasons: dict[str, list[str]] = {}
         for root, b in self._root_branch.items():
@@ -214,9 +219,9 @@ class Reasoner:
         self._score(results)
         # among equally supported hypotheses, the branch the inputs name most strongly first:
         # one a measured fact enters, then those the words or messages name, in their order
-        named = list(extra)
+        order = list(extra)
         strength = {b: 0 if any(r.startswith("entry:") for r in branch_reasons[b])
-                    else 1 + named.index(b) if b in named else 0 for b in in_play}
+                    else 1 + order.index(b) if b in order else 0 for b in in_play}
         results.sort(key=lambda r: self._rank(r, strength.get(r.branch, 0)))
         results = self._causal_order(results)
         next_checks = self._next_checks(results, known, in_play, state)
@@ -299,8 +304,9 @@ class Reasoner:
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed
         by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1),
-        a message signature of its own seen in the inputs (2), the user's words naming it (1, 2
-        for two words or more) or answering a question on the way to it (1 each), less the support that fails."""
+        a message signature of its own seen in the inputs (2), the user's words naming it (1;
+        2 for two words or more) or answering a question on the way to it (1 each), less the
+        support that fails."""
         open_by_branch: dict[str, list[set[tuple]]] = {}
         held = {id(r): self._held(r) for r in results}
         for r in results:

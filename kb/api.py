@@ -193,11 +193,12 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
             extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
     f, gpu_notes = _complete_gpu(f, kn)
     warn += gpu_notes
-    fallback: dict[str, list[str]] = {}
+    fallback = None
     if g.prose and f.symptom is None:
-        from kb.symptom_text import text_branches
+        def fallback() -> dict[str, list[str]]:  # read only when nothing else names a branch
+            from kb.symptom_text import text_branches
 
-        fallback = {b: [f"artifact_text:{w}" for w in words]
+            return {b: [f"artifact_text:{w}" for w in words]
                     for b, words in text_branches(g.prose, kn).items()}
     d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback)
     for b, why in d.branch_reasons.items():  # say why a branch opened on the text alone

@@ -146,7 +146,7 @@ def lookup(name: str) -> GpuModel | None:
 
 def complete(facts: dict[str, Any]) -> list[str]:
     """Add what ``gpu.name`` tells to a nested facts dict, in place, where nothing measured
-    it; returns one note per fact added (shown as evidence in the report)."""
+    it; returns one note per fact added (shown in the report's notes)."""
     name = get_fact(facts, "gpu.name")
     if not isinstance(name, str) or not name.strip():
         return []

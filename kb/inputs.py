@@ -45,7 +45,7 @@ _DERIVED = frozenset({"distributed.outlier_ranks"})
 
 
 #: characters of free text kept over all inputs (a folder of many logs stays bounded)
-PROSE_TOTAL = 1024 * 1024
+PROSE_TOTAL = 256 * 1024
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kb.engine.knowledge import Knowledge
+from kb.factpath import set_fact
 
 
 def _norm(text: str) -> str:
@@ -37,13 +38,24 @@ def _ascii_word(w: str) -> re.Pattern[str]:
     return re.compile(left + body + right)
 
 
+@lru_cache(maxsize=4096)
+def _stem(w: str) -> str:
+    """What any inflection of ``w`` holds as a plain substring (see :func:`_ascii_word`)."""
+    n = _norm(w)
+    return n[:-1] if len(n) > 3 else n
+
+
 def _matches(low: str, vocab: Any) -> list[str]:
+    """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`."""
     words = []
     spans: set[tuple[int, int]] = set()
-    low = _norm(low)
     for w in list(vocab.en) + list(vocab.zh):
         wl = w.lower()
         if wl.isascii():
+            # a plain substring test first (C speed): most words are absent; the regex then
+            # checks word edges and inflections ("diverg" is in "diverging")
+            if _stem(wl) not in low:
+                continue
             m = _ascii_word(wl).search(low)
             # one place in the text counts once ("diverge" and "diverged" both hear "diverged")
             if m and m.span() not in spans:
@@ -57,7 +69,7 @@ def _matches(low: str, vocab: Any) -> list[str]:
 def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{branch: [matched words]}`` for every branch whose vocabulary (en or zh) occurs in
     ``text``, best match first."""
-    low = text.lower()
+    low = _norm(text)
     hits: dict[str, list[str]] = {}
     for b in kn.branches.values():
         words = _matches(low, b.words)
@@ -88,14 +100,14 @@ def quoted_messages(text: str, kn: Knowledge) -> list[str]:
 def name_causes(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{cause id: [matched words]}`` for every cause whose own words (en or zh) occur in
     ``text``: the user's words rank hypotheses, they never confirm a cause."""
-    low = text.lower()
+    low = _norm(text)
     return {c.id: w for c in kn.causes.values() if (w := _matches(low, c.words))}
 
 
 def answers_said(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{"node=answer": [matched words]}`` for every answer of a branch's question that the
     user's words give (the branch files' ``said``): ranking evidence, never a decided step."""
-    low = text.lower()
+    low = _norm(text)
     return {f"{w.node}={w.answer}": m for b in kn.branches.values() for w in b.said
             if (m := _matches(low, w.words))}
 
@@ -211,11 +223,7 @@ def mentions(text: str) -> Mentions:
 
 
 def _set(facts: dict[str, Any], path: str, value: Any) -> None:
-    *groups, key = path.split(".")
-    node = facts
-    for g in groups:
-        node = node.setdefault(g, {})
-    node[key] = value
+    set_fact(facts, path, value, overwrite=True)
 
 
 def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -> dict[str, Any]:

@@ -19,3 +19,22 @@ def kn():
     import kb
 
     return kb.load_knowledge()
+
+
+@pytest.fixture()
+def edited_graphs(tmp_path: Path):
+    """A copy of the bundled knowledge with edits: ``edit(relative path, old, new)`` replaces
+    the first ``old`` (which must be there) and returns the copy's root."""
+    import shutil
+
+    root = tmp_path / "graphs"
+    shutil.copytree(ROOT / "graphs", root)
+
+    def edit(rel: str, old: str, new: str) -> Path:
+        p = root / rel
+        text = p.read_text(encoding="utf-8")
+        assert old in text, f"{rel}: {old!r} not found"
+        p.write_text(text.replace(old, new, 1), encoding="utf-8")
+        return root
+
+    return edit

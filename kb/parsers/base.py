@@ -16,12 +16,12 @@ skip what they do not understand and say so in ``notes``.
 
 from __future__ import annotations
 
-from kb.factpath import get_fact, set_fact  # noqa: F401 - the parsers' helpers, re-exported
-
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from kb.factpath import get_fact, set_fact  # noqa: F401 - the parsers' helpers, re-exported
 
 #: Numeric sample lists are capped so that a 1 GB log cannot exhaust memory; the first
 #: MAX_SAMPLES values are kept (the start of a run is where warm-up and divergence show).

@@ -37,7 +37,7 @@ TAP_LINE_BYTES = 8 * 1024 * 1024
 #: a tapped input is scanned for signatures in text blocks of about this size
 TAP_BLOCK = 1 << 20
 #: characters of an input's free text kept for naming a branch (see kb.api.report_for)
-PROSE_CHARS = 256 * 1024
+PROSE_CHARS = 64 * 1024
 #: an issue template's question answered "no" ("Using distributed or parallel set-up in
 #: script?: No"): its words name what the job does not do
 _DENIED = re.compile(r"\?\s*:?\s*(?:no|none|n/?a|false)\.?\s*$", re.I)

@@ -149,14 +149,23 @@ def test_polars_parses_decimals_like_float() -> None:
     assert all(a == float(t) and str(a) == str(float(t)) for a, t in zip(got, texts))
 
 
-def test_extend_column_equals_add() -> None:
-    rng = random.Random(3)
+def _series_values(rng: random.Random) -> tuple[list[float], Series]:
+    """Values over six magnitudes with a tied minimum and a negative zero, and the Series
+    the one-at-a-time ``add`` makes of them (the reference for the bulk adds)."""
     values = [rng.random() * 10 ** rng.randint(-3, 3) for _ in range(60_000)]
     values[100] = values[200] = min(values) - 1  # ties: the first index is kept
     values[300] = -0.0
-    one, col = Series(), Series()
+    values[400] = -5.0
+    one = Series()
     for v in values:
         one.add(v, 7)
+    return values, one
+
+
+def test_extend_column_equals_add() -> None:
+    rng = random.Random(3)
+    values, one = _series_values(rng)
+    col = Series()
     i = 0
     while i < len(values):
         k = rng.randint(1, 9000)

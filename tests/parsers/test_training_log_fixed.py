@@ -27,7 +27,7 @@ from kb.parsers.base import MAX_SAMPLES
 from kb.parsers.training_log import columns, fixed
 from kb.parsers.training_log.series import Series
 from tests.parsers._fixtures import FIXTURES, same
-from tests.parsers.test_training_log_columnar import _LINES, _odd_lines_log, _values
+from tests.parsers.test_training_log_columnar import _LINES, _odd_lines_log, _series_values, _values
 from tests.parsers.test_training_log_fast import _big_generic_log, _log, _summaries_match
 
 pa = pytest.importorskip("pyarrow")  # the `fast` and `dev` extras install it
@@ -301,13 +301,8 @@ def test_extremes_equal_min_and_max() -> None:
 
 def test_extend_arrow_equals_add() -> None:
     rng = random.Random(3)
-    values = [rng.random() * 10 ** rng.randint(-3, 3) for _ in range(60_000)]
-    values[100] = values[200] = min(values) - 1  # ties: the first index is kept
-    values[300] = -0.0
-    values[400] = -5.0
-    one, col = Series(), Series()
-    for v in values:
-        one.add(v, 7)
+    values, one = _series_values(rng)
+    col = Series()
     i = 0
     while i < len(values):
         k = rng.randint(1, 9000)

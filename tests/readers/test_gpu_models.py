@@ -101,17 +101,11 @@ def test_the_reasoning_uses_what_the_name_tells() -> None:
     assert any("RTX 4090" in w for w in rep.warnings)
 
 
-def test_kb_validate_checks_the_table(tmp_path: Path) -> None:
-    import shutil
+def test_kb_validate_checks_the_table(edited_graphs) -> None:
     import subprocess
     import sys
 
-    from kb._data import data_dir
-
-    root = tmp_path / "graphs"
-    shutil.copytree(data_dir("graphs"), root)
-    text = (root / "gpus.yaml").read_text()
-    (root / "gpus.yaml").write_text(text.replace('examples: ["Tesla T4"]', 'examples: ["Tesla K80"]'))
+    root = edited_graphs("gpus.yaml", 'examples: ["Tesla T4"]', 'examples: ["Tesla K80"]')
     p = subprocess.run([sys.executable, "-m", "kb", "validate", "--path", str(root)],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1

@@ -91,3 +91,23 @@ def test_equal_evidence_goes_to_the_branch_named_most() -> None:
 def test_the_report_says_why_the_branch_opened() -> None:
     rep = kb.diagnose(inputs=[DIVERGED])
     assert any(w.startswith("artifact text: numerics <- 'diverge") for w in rep.warnings)
+
+
+def test_the_text_is_read_only_when_nothing_else_names_a_branch() -> None:
+    # reading a text's words costs time: the fallback is called only when it is needed
+    from kb.api import reasoner
+
+    def never() -> dict[str, list[str]]:
+        raise AssertionError("read although a fact put a branch in play")
+
+    r = reasoner(KN)
+    d = r.diagnose({"oom.occurred": True}, fallback_branches=never)
+    assert "oom" in d.branches
+    called: list[bool] = []
+
+    def names_numerics() -> dict[str, list[str]]:
+        called.append(True)
+        return {"numerics": ["artifact_text:diverge"]}
+
+    d = r.diagnose({"symptom_text": "it broke"}, fallback_branches=names_numerics)
+    assert called and d.branches == ["numerics"]

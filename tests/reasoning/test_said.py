@@ -4,9 +4,6 @@ the artifacts name."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 import kb
@@ -15,7 +12,6 @@ from kb.engine.knowledge import load
 from kb.loaded import load_knowledge
 from kb.symptom_text import answers_said
 
-ROOT = Path(__file__).resolve().parents[2]
 KN = load_knowledge()
 SAID = [(b.id, w) for b in KN.branches.values() for w in b.said]
 
@@ -60,13 +56,9 @@ def test_cause_words_of_a_branch_the_text_does_not_name_do_not_lead() -> None:
     assert rep.hypotheses[0].cause_id == "gpu_util.host_sync_in_loop"
 
 
-def test_an_unknown_answer_is_refused_by_validation(tmp_path: Path) -> None:
-    root = tmp_path / "graphs"
-    shutil.copytree(ROOT / "graphs", root)
-    path = root / "branches" / "nccl.yaml"
-    text = path.read_text(encoding="utf-8")
-    path.write_text(text.replace("answer: timeout\n    words:", "answer: no_such_answer\n    words:", 1),
-                    encoding="utf-8")
+def test_an_unknown_answer_is_refused_by_validation(edited_graphs) -> None:
+    root = edited_graphs("branches/nccl.yaml", "answer: timeout\n    words:",
+                         "answer: no_such_answer\n    words:")
     kn = load(root, use_cache=False)
     from kb.engine.graph import validate
 
