@@ -170,10 +170,10 @@ class Reasoner:
         flat.pop("schema_version", None)
         extra = {b: list(v) for b, v in (extra_branches or {}).items() if b in self.kn.branches}
         # a message of a cause seen in the inputs puts its branch in play, like an entry
-        for cid in flat.get("signatures") or ():
-            cause = self.kn.causes.get(cid)
-            if cause is not None:
-                extra.setdefault(cause.branch, []).append(f"signature:{cid}")
+        seen = [cid for cid in dict.fromkeys(flat.get("signatures") or ())
+                if cid in self.kn.causes and self._in_context(cid, flat)]
+        for cid in seen:
+            extra.setdefault(self.kn.causes[cid].branch, []).append(f"signature:{cid}")
         words_roots = {self.kn.branches[b].root for b in extra}
         run = self._runner.run(flat, words_roots)
         if fallback_branches is not None and not any(
@@ -205,7 +205,6 @@ class Reasoner:
                 continue
             results.append(self._cause_result(cause.id, known, state, run))
 
-        seen = set(flat.get("signatures") or ())
         # "mentions" holds a cause once per distinct word of its own that the text holds
         named: dict[str, int] = {}
         for cid in flat.get("mentions") or ():
@@ -238,6 +237,12 @@ class Reasoner:
                          derived=derived, fired=run.fired)
 
     # -- classification ---------------------------------------------------------------------
+
+    def _in_context(self, cid: str, facts: dict[str, Any]) -> bool:
+        """Whether a message of ``cid`` counts as evidence here (its ``signature_context``
+        holds; an unknown fact does not hold: the message alone cannot tell)."""
+        return all(evaluate_clause(c, facts, self.kn, self.overrides) is True
+                   for c in self.kn.causes[cid].signature_context)
 
     def _cond_results(self, clauses: list[Clause] | tuple[Clause, ...],
                       known: dict[str, Any]) -> list[ConditionResult]:

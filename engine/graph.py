@@ -123,8 +123,10 @@ def _fact_known(path: str, paths: set[str]) -> bool:
     base = base_path(path)
     if base in paths or path in paths:
         return True
-    head = path.rsplit(".", 1)[0]  # dict-valued facts: compile.graph_break_reasons.<key>
-    return head in paths
+    # dict-valued facts: compile.graph_break_reasons.<key>, env.<VAR>; a group of fields
+    # ("distributed") is no dict: a misspelt field under it is unknown
+    head = path.rsplit(".", 1)[0]
+    return head in paths and not any(p.startswith(head + ".") for p in paths)
 
 
 def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
@@ -168,6 +170,7 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
                 problems.append(f"{place} under: answer '{att.answer}' of '{att.node}' is "
                                 f"defined nowhere (no branch step or answer, no conditions)")
         for cond in iter_conditions(list(c.conditions) + list(c.supporting)
+                                    + list(c.signature_context)
                                     + [cl for f in c.fixes for cl in f.applied_if]) + [
                 v.expect for v in c.verify]:
             check_fact(place, cond.fact)

@@ -173,6 +173,10 @@ class Cause(_Model):
     conditions: list[Clause] = Field(default_factory=list)
     supporting: list[Clause] = Field(default_factory=list)
     signatures: list[Signature] = Field(default_factory=list)
+    #: where this cause's messages are evidence: a tool may print them as plain state in other
+    #: settings too (NCCL logs its IB/socket choice on one node as well); a message counts, and
+    #: opens the branch, only while every clause here holds on the known facts
+    signature_context: list[Clause] = Field(default_factory=list)
     #: the user's own words that name this cause (en/zh), beyond its branch's vocabulary
     words: WordList = Field(default_factory=lambda: WordList())
     #: what this cause sets off downstream: cause ids or ``branch:<id>`` (an OOM on one rank

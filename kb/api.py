@@ -151,23 +151,31 @@ def diagnose(
     return report_for(g, kn, lang=lang, overrides=overrides, llm=llm)
 
 
-def _complete_gpu(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
-    """What the GPU's product name tells (graphs/gpus.yaml), where nothing measured it."""
-    gpu = getattr(f, "gpu", None)  # a partial model holds only the groups given
-    if gpu is None or not gpu.name:
-        return f, []
+def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
+    """What the GPU's product name tells (graphs/gpus.yaml), where nothing measured it, and
+    whether the model's weights alone fit on one card (kb.weights)."""
     from kb.facts import model_for
-    from kb.gpu_models import complete
 
     def part(group: str, *names: str) -> dict[str, Any]:
-        g = getattr(f, group, None)
+        g = getattr(f, group, None)  # a partial model holds only the groups given
         return {n: v for n in names if g is not None and (v := getattr(g, n, None)) is not None}
 
-    # what the name could add, asked on the few facts it touches (a full dump costs more)
-    probe = {"gpu": part("gpu", "name", "compute_capability"),
+    # what could be derived, asked on the few facts it touches (a full dump costs more)
+    probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib"),
              "distributed": part("distributed", "nvlink_present"),
-             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink")}
-    notes = complete(probe)
+             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink"),
+             "training": part("training", "model_params_billion", "weight_bits"),
+             "numerics": part("numerics", "dtype"),
+             "oom": part("oom", "total_capacity_mib", "weights_fraction", "weights_exceed_card")}
+    notes: list[str] = []
+    if probe["gpu"].get("name"):
+        from kb.gpu_models import complete
+
+        notes += complete(probe)
+    if probe["training"].get("model_params_billion") is not None:
+        from kb.weights import complete as weights
+
+        notes += weights(probe)
     if not notes:
         return f, []
     data = f.model_dump(mode="python", exclude_defaults=True)
@@ -191,7 +199,7 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         warn += text_notes
         if f.symptom is None:
             extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
-    f, gpu_notes = _complete_gpu(f, kn)
+    f, gpu_notes = _derive(f, kn)
     warn += gpu_notes
     fallback = None
     if g.prose and f.symptom is None:

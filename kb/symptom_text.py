@@ -30,9 +30,11 @@ def _ascii_word(w: str) -> re.Pattern[str]:
     left = r"(?<![a-z0-9])" if w[:1].isalnum() else ""
     right = r"(?![a-z0-9])" if w[-1:].isalnum() else ""
     body = re.escape(w)
-    if len(w) > 3 and w[-1:].isalpha():
+    if len(w) == 3 and w.isalpha():
+        body = f"{body}s?"  # "nans", "ooms", "gpus"
+    elif len(w) > 3 and w[-1:].isalpha():
         # the word's inflections: "hang" hears "hangs", "hanging"; "overheat" "overheating";
-        # "diverge" "diverging" (short words such as "inf" or "oom" stay exact)
+        # "diverge" "diverging" (two-letter words stay exact, three-letter ones take a plural)
         body = (f"(?:{body}(?:s|es|ed|d|ing)?|{re.escape(w[:-1])}ing)" if w.endswith("e")
                 else f"{body}(?:s|es|ed|ing)?")
     return re.compile(left + body + right)
@@ -45,10 +47,12 @@ def _stem(w: str) -> str:
     return n[:-1] if len(n) > 3 else n
 
 
-def _matches(low: str, vocab: Any) -> list[str]:
-    """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`."""
-    words = []
-    spans: set[tuple[int, int]] = set()
+def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
+    """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`, with
+    where each first occurs; one place in the text counts once ("diverge" and "diverged" both
+    hear "diverged")."""
+    found: list[tuple[str, int, int]] = []
+    seen: set[tuple[int, int]] = set()
     for w in list(vocab.en) + list(vocab.zh):
         wl = w.lower()
         if wl.isascii():
@@ -57,13 +61,37 @@ def _matches(low: str, vocab: Any) -> list[str]:
             if _stem(wl) not in low:
                 continue
             m = _ascii_word(wl).search(low)
-            # one place in the text counts once ("diverge" and "diverged" both hear "diverged")
-            if m and m.span() not in spans:
-                spans.add(m.span())
-                words.append(w)
-        elif wl in low:
-            words.append(w)
-    return words
+            if m and m.span() not in seen:
+                seen.add(m.span())
+                found.append((w, *m.span()))
+        elif (i := low.find(wl)) >= 0:
+            found.append((w, i, i + len(wl)))
+    return found
+
+
+def _matches(low: str, vocab: Any) -> list[str]:
+    """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`."""
+    return [w for w, _, _ in _spans(low, vocab)]
+
+
+def _longest(hits: dict[str, list[tuple[str, int, int]]]) -> dict[str, list[tuple[str, int, int]]]:
+    """``hits`` less every word that lies inside a longer word of another branch's key at the
+    same place: "accumulate_grad_batches" names gradient accumulation, its "accumulate" names
+    no OOM cause. Keys are cause ids or "node=answer", optionally prefixed "kind:"."""
+    def branch(key: str) -> str:
+        return key.split(":", 1)[-1].split(".", 1)[0]
+
+    spans = [(a, b, branch(k)) for k, found in hits.items() for _, a, b in found]
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    for k, found in hits.items():
+        # within one branch a cause's word and an answer's word agree; across branches the
+        # longer word is the one meant
+        kept = [(w, a, b) for w, a, b in found
+                if not any(b2_ != branch(k) and a2 <= a and b <= b2 and b2 - a2 > b - a
+                           for a2, b2, b2_ in spans)]
+        if kept:
+            out[k] = kept
+    return out
 
 
 def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
@@ -97,19 +125,31 @@ def quoted_messages(text: str, kn: Knowledge) -> list[str]:
     return list(dict.fromkeys(h.cause for h in m.found()))
 
 
+def named(text: str, kn: Knowledge) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """``({cause id: words}, {"node=answer": words})``: the causes the text names with their own
+    words, and the answers to the graph's questions it gives (the branch files' ``said``). A
+    word inside a longer word of another cause or answer at the same place counts for the
+    longer one only. Ranking evidence, never a decided step or a confirmed cause."""
+    low = _norm(text)
+    causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words))}
+    said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
+            if (f := _spans(low, w.words))}
+    kept = _longest({**{f"cause:{k}": v for k, v in causes.items()},
+                     **{f"said:{k}": v for k, v in said.items()}})
+    return ({k[6:]: [w for w, _, _ in v] for k, v in kept.items() if k.startswith("cause:")},
+            {k[5:]: [w for w, _, _ in v] for k, v in kept.items() if k.startswith("said:")})
+
+
 def name_causes(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{cause id: [matched words]}`` for every cause whose own words (en or zh) occur in
-    ``text``: the user's words rank hypotheses, they never confirm a cause."""
-    low = _norm(text)
-    return {c.id: w for c in kn.causes.values() if (w := _matches(low, c.words))}
+    ``text`` (see :func:`named`)."""
+    return named(text, kn)[0]
 
 
 def answers_said(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{"node=answer": [matched words]}`` for every answer of a branch's question that the
-    user's words give (the branch files' ``said``): ranking evidence, never a decided step."""
-    low = _norm(text)
-    return {f"{w.node}={w.answer}": m for b in kn.branches.values() for w in b.said
-            if (m := _matches(low, w.words))}
+    user's words give (see :func:`named`)."""
+    return named(text, kn)[1]
 
 
 # -- extraction ---------------------------------------------------------------------------
@@ -147,7 +187,7 @@ _FRAMEWORKS: dict[str, tuple[str, ...]] = {
     "megatron": ("megatron", "megatron-lm", "megatron-core"),
     "fsdp": ("fsdp",),
 }
-_NONFINITE_WORDS = re.compile(r"(?<![a-z])(nan|inf|infinity|non-finite|nonfinite)(?![a-z])|溢出|无穷",
+_NONFINITE_WORDS = re.compile(r"(?<![a-z])(nan|inf|infinity|non-finite|nonfinite)s?(?![a-z])|溢出|无穷",
                               re.I)
 #: where a step number goes, by the branch the text is classified into
 STEP_FACT: dict[str, str] = {"oom": "oom.at_step", "numerics": "numerics.first_nonfinite_step"}
@@ -244,6 +284,14 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, "inference.engine", m.engines[0])
     if len(m.gpus) == 1:
         _set(facts, "gpu.name", m.gpus[0])
+    from kb import prose_sizes
+
+    for path, value in (("distributed.nnodes", prose_sizes.nodes(text)),
+                        ("training.model_params_billion", prose_sizes.params_billion(text)),
+                        ("training.weight_bits", prose_sizes.weight_bits(text)),
+                        ("gpu.memory_total_mib", (g := prose_sizes.gpu_memory_gib(text)) and g * 1024)):
+        if value is not None:
+            _set(facts, path, value)
     if branch is None and kn is not None:
         hits = classify(text, kn)
         branch = next(iter(hits), None)
@@ -325,20 +373,20 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none
     named_by = set(branches) | _entered(facts, kn) | ({facts.symptom} if facts.symptom else set())
-    named = name_causes(text, kn) if text else {}
-    if named and named_by:
-        named = {c: w for c, w in named.items() if kn.causes[c].branch in named_by}
-    if named:
+    named_causes, said = named(text, kn) if text else ({}, {})
+    if named_causes and named_by:
+        named_causes = {c: w for c, w in named_causes.items()
+                        if kn.causes[c].branch in named_by}
+    if named_causes:
         # a cause once per distinct word of its own (two words name it more surely than one)
-        extracted = {**extracted, "mentions": sorted(c for c, w in named.items()
+        extracted = {**extracted, "mentions": sorted(c for c, w in named_causes.items()
                                                      for _ in range(min(2, len(w))))}
         # words that name a cause name its branch too
-        for cid, words in named.items():
+        for cid, words in named_causes.items():
             b = kn.causes[cid].branch
             branches.setdefault(b, [])
             branches[b] += [w for w in words if w not in branches[b]]
         branches = dict(sorted(branches.items(), key=lambda kv: -len(kv[1])))
-    said = answers_said(text, kn) if text else {}
     # a question's answer counts in a branch the text is about (its own vocabulary, the
     # artifacts, the symptom), not one reached only through a cause's word ("checkpoint")
     about = named_by or set(branches)

@@ -41,6 +41,12 @@ PROSE_CHARS = 64 * 1024
 #: an issue template's question answered "no" ("Using distributed or parallel set-up in
 #: script?: No"): its words name what the job does not do
 _DENIED = re.compile(r"\?\s*:?\s*(?:no|none|n/?a|false)\.?\s*$", re.I)
+#: an issue template's question and its answer ("Using GPU in script?: <fill in>"): the
+#: question's words are the template's, only the answer is the reporter's
+_TEMPLATE_Q = re.compile(r"^[^?\n]{3,120}\?\s*:\s*")
+#: a form's label left empty or "N/A" ("- GCC version (if compiling from source): N/A",
+#: "Build command you used (if compiling from source):"): the template's words, nothing said
+_EMPTY_FIELD = re.compile(r"^\s*[-*]?\s*[^:]{2,120}:\s*(?:n/?a|none|no|-|<[^>]*>)?\s*$", re.I)
 #: a Python traceback's frame line
 _FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 #: notes the sub-parsers write when a region they were handed holds nothing they know
@@ -87,7 +93,8 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
         kinds.append(f"{reg.fmt} (lines {reg.start + 1}-{reg.end})")
         _take(res, sub, facts, origins, conflicts, reg.fmt)
     log.extend(text_lines[pos:])
-    # the free text (no tool's table): its words may name a branch when nothing else does
+    # the free text (no tool's table, no command or settings): its words may name a branch
+    # when nothing else does
     res.meta["prose"] = prose(log)
     if any(x.strip() for x in log):
         sub = training_log.parse(log, source)
@@ -114,15 +121,26 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
 
 def prose(lines: Iterable[str]) -> str:
     """The free text of ``lines`` whose words may name a branch, at most PROSE_CHARS."""
-    return "\n".join(_prose(lines))[:PROSE_CHARS]
+    out: list[str] = []
+    size = 0
+    for line in _prose(lines):  # lazily: a long log is read only up to the bound
+        out.append(line)
+        size += len(line) + 1
+        if size >= PROSE_CHARS:
+            break
+    return "\n".join(out)[:PROSE_CHARS]
 
 
 def _prose(lines: Iterable[str]) -> Iterable[str]:
     """The lines whose words may name a branch: not a traceback's frames and their source
     lines (code says ``eval_dataloader`` in any failure), not a template question answered
-    "no"."""
+    "no" (nor any template question's own words), not a launch command, arguments dump or
+    setting (``torchrun``, ``--ddp_backend nccl``: they set the job up)."""
     code = False
+    config = _line_facts()
     for line in lines:
+        if config.feed(line):
+            continue
         if _FRAME.match(line):
             code = True  # the frame's source line follows, indented
             continue
@@ -130,8 +148,8 @@ def _prose(lines: Iterable[str]) -> Iterable[str]:
             code = False
             continue
         code = False
-        if not _DENIED.search(line):
-            yield line
+        if not _DENIED.search(line) and not _EMPTY_FIELD.match(line):
+            yield _TEMPLATE_Q.sub("", line, count=1)
 
 
 def _line_facts() -> LineFacts:

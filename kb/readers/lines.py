@@ -38,31 +38,37 @@ class LineFacts:
     def _count(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
-    def feed(self, raw: str) -> None:
-        """Read one line."""
+    def feed(self, raw: str) -> bool:
+        """Read one line; True when it is configuration (a launch command, an arguments dump,
+        an environment report or assignment): its words set things up, they do not say what
+        went wrong."""
         line = strip_ansi(raw).rstrip("\r\n")
         if self._command is not None:
             self._continue_command(line)
-            return
+            return True
         if self._dump is not None:
             self._continue_dump(line)
-            return
+            return True
         if self.report.feed(line):
             self._count("environment report")
-            return
+            return True
         body = _PROMPT.sub("", line, count=1)
         if args.LAUNCH.search(body) and not body.lstrip().startswith(("File ", "at ")):
             if body.rstrip().endswith("\\"):
                 self._command = [body.rstrip()[:-1]]
-                return
-            self._command_done(body)
-            return
+                return True
+            return self._command_done(body)
+        taken = False
         if args.DUMP.search(line) and args.read_dump(self.facts, line):
             self._count("arguments dump")
+            taken = True
         elif _DUMP_START.search(line):
             self._dump, self._dump_lines = [], 0
+            taken = True
         if "=" in line and env.read_line(self.facts, line):
             self._count("environment variables")
+            taken = True
+        return taken
 
     def _continue_command(self, line: str) -> None:
         assert self._command is not None
@@ -74,12 +80,13 @@ class LineFacts:
             return
         self._command_done(" ".join(self._command))
 
-    def _command_done(self, command: str) -> None:
+    def _command_done(self, command: str) -> bool:
         self._command = None
-        if args.read_command(self.facts, command):
+        read = args.read_command(self.facts, command)
+        if read:
             self._count("launch command")
         # NCCL_DEBUG=INFO torchrun ...: the environment prefix and docker -e flags
-        env.read_line(self.facts, command)
+        return env.read_line(self.facts, command) or bool(read)
 
     def _continue_dump(self, line: str) -> None:
         assert self._dump is not None

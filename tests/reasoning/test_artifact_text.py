@@ -68,6 +68,29 @@ def test_a_template_question_answered_no_names_nothing() -> None:
     assert "nccl" not in rep.branches
 
 
+def test_a_template_questions_words_are_the_templates() -> None:
+    # unanswered ("<fill in>") or answered, the question's words are not the reporter's
+    env = ("- Using GPU in script?: <fill in>\n"
+           "- Using distributed or parallel set-up in script?: <fill in>\n")
+    assert "nccl" not in kb.diagnose(inputs=[env]).branches
+    # the answer still counts
+    rep = kb.diagnose(inputs=["- What went wrong?: the loss diverged and exploded at epoch 3\n"])
+    assert rep.branches == ["numerics"]
+
+
+def test_commands_and_settings_name_no_branch() -> None:
+    # a launch command's words set the job up ("torchrun", "distributed"): they are facts for
+    # their reader, not words about what went wrong
+    cmd = ("torchrun --nproc_per_node 8 --nnodes 1 run_clm.py --ddp_backend nccl \\\n"
+           "    --distributed_strategy ddp --fp16\n"
+           "export NCCL_P2P_LEVEL=NVL\n")
+    rep = kb.diagnose(inputs=[cmd])
+    assert "nccl" not in rep.branches
+    # the same words in a sentence do
+    rep = kb.diagnose(inputs=["the distributed all_reduce hangs in nccl after the first step\n"])
+    assert "nccl" in rep.branches
+
+
 def test_a_tracebacks_code_names_nothing() -> None:
     # a frame's source line is code ("eval_dataloader"), not what went wrong
     tb = ("Traceback (most recent call last):\n"

@@ -136,3 +136,26 @@ def test_any_words_give_valid_facts_or_nothing(text: str) -> None:
     facts, branches, notes = apply_text(Facts(symptom_text=text or " "), load_knowledge())
     assert isinstance(branches, dict) and isinstance(notes, list)
     assert facts.symptom_text == (text or " ")
+
+
+def test_a_longer_word_of_another_branch_wins_at_the_same_place() -> None:
+    from kb.loaded import load_knowledge
+    from kb.symptom_text import name_causes
+
+    kn = load_knowledge()
+    text = "with accumulate_grad_batches=4 the logged loss is 4x smaller"
+    named = name_causes(text, kn)
+    assert "numerics.grad_accum_scaling" in named
+    # "accumulate" sits inside "accumulate_grad_batches": it names no OOM cause here
+    assert "oom.tensors_not_released" not in named
+    # on its own it still does
+    assert "oom.tensors_not_released" in name_causes("losses accumulate until OOM", kn)
+
+
+def test_three_letter_words_take_a_plural() -> None:
+    from kb.loaded import load_knowledge
+    from kb.symptom_text import classify
+
+    kn = load_knowledge()
+    assert "numerics" in classify("scaled_dot_product_attention returns NaNs", kn)
+    assert "numerics" not in classify("the nanny script", kn)

@@ -21,6 +21,12 @@ _OOM_NEW_ALLOC = re.compile(
     r"Of the allocated memory " + _SIZE + r" is allocated by PyTorch, (?:with " + _SIZE
     + r" allocated in private pools \(e\.g\., CUDA Graphs\), )?and " + _SIZE + r" is reserved by PyTorch but unallocated"
 )
+#: torch>=2.1 counts the whole process: "Including non-PyTorch memory, this process has X memory
+#: in use" (c10/cuda/CUDACachingAllocator.cpp, reportProcessMemoryInfo)
+_OOM_THIS_PROCESS = re.compile(r"this process has " + _SIZE + r" memory in use")
+#: what the CUDA context and the libraries' workspaces of one process take outside PyTorch's
+#: allocator, at most, on current GPUs: the older message does not count it
+CONTEXT_ALLOWANCE_MIB = 1024.0
 _OOM_OLD = re.compile(
     r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + r" total capacity; "
     + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (cached|reserved in total by PyTorch)\)"
@@ -61,6 +67,10 @@ def oom(sc: LogScanner, line: str) -> None:
             sizes["alloc"] = _mib(ga[0], ga[1])
             sizes["unalloc"] = _mib(ga[4], ga[5])
             sizes["reserved"] = round(sizes["alloc"] + sizes["unalloc"], 3)
+        p = _OOM_THIS_PROCESS.search(line)
+        if p:
+            # the device's used memory less this whole process: other processes' share
+            sizes["elsewhere"] = sizes["total"] - sizes["free"] - _mib(*p.groups())
     elif m_old:
         g = m_old.groups()
         sizes = {
@@ -75,9 +85,15 @@ def oom(sc: LogScanner, line: str) -> None:
             sizes["reserved"] = _mib(g[8], g[9])
             if sizes["reserved"] >= sizes["alloc"]:
                 sizes["unalloc"] = round(sizes["reserved"] - sizes["alloc"], 3)
+        # used memory not in PyTorch's pool, less this process's own context at most
+        sizes["elsewhere"] = (sizes["total"] - sizes["free"] - sizes["reserved"]
+                              - CONTEXT_ALLOWANCE_MIB)
+    if "elsewhere" in sizes:
+        sizes["elsewhere"] = round(max(0.0, sizes["elsewhere"]), 3)
     for key, path in (
         ("tried", "tried_to_allocate_mib"), ("total", "total_capacity_mib"), ("free", "free_mib"),
         ("alloc", "allocated_mib"), ("reserved", "reserved_mib"), ("unalloc", "reserved_unallocated_mib"),
+        ("elsewhere", "held_elsewhere_mib"),
     ):
         if key in sizes:
             set_fact(sc.facts, f"oom.{path}", sizes[key])

@@ -1,0 +1,85 @@
+"""Sizes and counts that people state in prose: how many nodes, how big the model is, how many
+bits a weight takes, how much memory one GPU has ("two nodes with 8 A100s", "Llama-2-70B in
+4-bit on a 24GB 4090"). Each reader returns a value only when the text states exactly one, so a
+comparison ("one node is faster than two nodes") gives the larger setup, the one in trouble, and
+unrelated numbers never guess."""
+
+from __future__ import annotations
+
+import re
+
+_COUNT_WORDS = {"one": 1, "single": 1, "a single": 1, "two": 2, "both": 2, "three": 3, "four": 4,
+                "five": 5, "six": 6, "eight": 8, "sixteen": 16, "dual": 2}
+_ZH_COUNT = {"单": 1, "一": 1, "两": 2, "双": 2, "二": 2, "三": 3, "四": 4, "八": 8}
+
+# "2 nodes", "two machines", "1 node", "single-node", "4-node cluster", "两台机器", "双机", "单机"
+_NODES = re.compile(
+    r"(?<![\w.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|single|dual|both)"
+    r"[\s-]*(?:physical\s+|gpu\s+|compute\s+|worker\s+)?(?:nodes?|machines?)(?![\w-])", re.I)
+_NODES_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)?\s*(?:机器|节点|服务器)|"
+                       r"(?P<m>[单双])机")
+
+
+def nodes(text: str) -> int | None:
+    """The number of nodes the text says the job runs on (the largest when it names several:
+    a comparison's troubled side), or None."""
+    seen: list[int] = []
+    for m in _NODES.finditer(text):
+        raw = m.group("n").lower()
+        seen.append(int(raw) if raw.isdigit() else _COUNT_WORDS[raw])
+    for m in _NODES_ZH.finditer(text):
+        raw = m.group("n") or m.group("m")
+        seen.append(int(raw) if raw.isdigit() else _ZH_COUNT[raw])
+    seen = [n for n in seen if 1 <= n <= 4096]
+    return max(seen) if seen else None
+
+
+# "70b", "Llama-2-7B", "Qwen2.5-14B-Instruct", "1.5B", "70 billion parameters"; not "8x7B" (a
+# mixture of experts, whose total is not the product) nor "80GB"
+_PARAMS = re.compile(
+    r"(?<![\w.])(?P<v>\d{1,4}(?:\.\d{1,2})?)\s?(?:b(?![\w])|billion(?:\s+param\w*)?(?![\w]))",
+    re.I)
+
+
+def params_billion(text: str) -> float | None:
+    """The model size in billions of parameters the text names, when it names exactly one."""
+    vals = {float(m.group("v")) for m in _PARAMS.finditer(text)}
+    vals = {v for v in vals if 0.1 <= v <= 2000}
+    return vals.pop() if len(vals) == 1 else None
+
+
+_BITS = [(4, re.compile(r"(?<![\w])(?:4[\s-]?bits?|int4|w4a16|q4(?:_\w+)?|nf4|gptq|awq|"
+                        r"bnb[\s-]?4bit|load_in_4bit)(?![\w])", re.I)),
+         (8, re.compile(r"(?<![\w])(?:8[\s-]?bits?|int8|w8a8|fp8|load_in_8bit)(?![\w])", re.I)),
+         (32, re.compile(r"(?<![\w])(?:fp32|float32|full[\s-]precision)(?![\w])", re.I))]
+
+
+def weight_bits(text: str) -> int | None:
+    """Bits per stored weight, when the text names exactly one storage format."""
+    found = [bits for bits, rx in _BITS if rx.search(text)]
+    return found[0] if len(found) == 1 else None
+
+
+# a memory size next to a word for the GPU: "8*80G GPUs", "A100 80GB", "24GB VRAM", "显存 24G",
+# "a 16 GB card"; host RAM, disks and files are not GPUs
+_GPU_WORD = (r"(?:gpus?|vram|cards?|graphics|显存|显卡|a100|h100|h800|a800|h200|a6000|l40s?|"
+             r"v100|rtx\s*\d{4}|\d{4}\s*ti|[2-5]0[5-9]0s?)")
+_MEM = r"(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![\w])"
+_GPU_MEM = [re.compile(_MEM + r"(?:\s*(?:of\s+)?(?:hbm\d?e?|gddr\d\w?|memory))?[\s-]*(?:\w+\s+)?"
+                       + _GPU_WORD + r"(?![\w])", re.I),
+            re.compile(r"(?<![\w])" + _GPU_WORD + r"[\s(:,-]*(?:\w+\s+){0,2}?(?:with\s+)?" + _MEM,
+                       re.I)]
+_HOST = re.compile(r"(?<![v\w])ram|host|cpu|disk|ssd|file|swap|内存", re.I)
+
+
+def gpu_memory_gib(text: str) -> int | None:
+    """One GPU's memory in GiB as the text states it next to a GPU word, when it states one."""
+    vals: set[int] = set()
+    for rx in _GPU_MEM:
+        for m in rx.finditer(text):
+            if _HOST.search(m.group(0)):
+                continue
+            v = int(m.group("v"))
+            if 2 <= v <= 288:
+                vals.add(v)
+    return vals.pop() if len(vals) == 1 else None

@@ -1,0 +1,119 @@
+"""Sizes and counts stated in prose (kb.prose_sizes) and what they let kb derive (kb.weights):
+each reader answers only when the text states one value, and the reasoning uses the result as
+support, never as proof."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kb
+from kb.prose_sizes import gpu_memory_gib, nodes, params_billion, weight_bits
+from kb.weights import complete
+
+
+@pytest.mark.parametrize(("text", "n"), [
+    ("training on two nodes with 8 GPUs each", 2),
+    ("2 nodes each have 2 3090s", 2),
+    ("I have 3 nodes, and the bandwidth between nodes 1 + 2 is low", 3),
+    ("one node (4 T4) is way faster than two nodes (4 T4 each)", 2),  # the troubled side
+    ("a single-node run with 8 GPUs", 1),
+    ("16-node cluster", 16),
+    ("两台机器，每台 8 张卡", 2),
+    ("单机多卡训练", 1),
+    # near-misses: no count of nodes
+    ("multi-node training hangs", None),
+    ("node 3 is slow", None),
+    ("the nodes are connected by InfiniBand", None),
+])
+def test_nodes(text: str, n: int | None) -> None:
+    assert nodes(text) == n
+
+
+@pytest.mark.parametrize(("text", "b"), [
+    ("evaluation of the 70b model", 70.0),
+    ("meta-llama/Llama-2-7b-hf", 7.0),
+    ("Qwen2.5-14B-Instruct-GPTQ-Int4", 14.0),
+    ("a 1.5B model", 1.5),
+    ("a 65 billion parameter model", 65.0),
+    # near-misses
+    ("Mixtral 8x7B", None),             # a mixture of experts: not 8 x 7
+    ("A100 80GB", None),
+    ("Llama-2-7b and Llama-2-13b", None),  # two models: which one?
+    ("0x1b", None),
+])
+def test_params_billion(text: str, b: float | None) -> None:
+    assert params_billion(text) == b
+
+
+@pytest.mark.parametrize(("text", "bits"), [
+    ("Qwen-14B GPTQ", 4), ("load_in_4bit=True", 4), ("an int8 checkpoint", 8),
+    ("kept in fp32", 32), ("bf16 weights", None), ("int4 vs int8", None),
+])
+def test_weight_bits(text: str, bits: int | None) -> None:
+    assert weight_bits(text) == bits
+
+
+@pytest.mark.parametrize(("text", "gib"), [
+    ("I used 8*80G GPUs", 80),
+    ("on an A100 80GB PCIe", 80),
+    ("RTX 3090 with 24 GB of VRAM", 24),
+    ("my 16GB card", 16),
+    ("显存 24G", 24),
+    ("host RAM 64GB, GPU 24GB", 24),
+    # near-misses: host memory, files, disks
+    ("the machine has 512GB RAM", None),
+    ("a 200GB checkpoint file", None),
+    ("24GB 3090 and 48GB A6000", None),  # two cards: which one?
+])
+def test_gpu_memory(text: str, gib: int | None) -> None:
+    assert gpu_memory_gib(text) == gib
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_gives_a_plausible_value_or_none(text: str) -> None:
+    n, b, bits, g = nodes(text), params_billion(text), weight_bits(text), gpu_memory_gib(text)
+    assert n is None or 1 <= n <= 4096
+    assert b is None or 0.1 <= b <= 2000
+    assert bits in (None, 4, 8, 32)
+    assert g is None or 2 <= g <= 288
+
+
+@pytest.mark.parametrize(("facts", "frac", "exceeds"), [
+    ({"training": {"model_params_billion": 70}, "gpu": {"memory_total_mib": 81920}}, 1.63, True),  # 140e9 B = 133,514 MiB
+    # over the tensor-parallel degree
+    ({"training": {"model_params_billion": 70}, "gpu": {"memory_total_mib": 81920},
+      "inference": {"tensor_parallel_size": 8}}, 0.2, None),
+    # bits per weight: a 4-bit 70B model is 35 GB
+    ({"training": {"model_params_billion": 70, "weight_bits": 4},
+      "gpu": {"memory_total_mib": 49152}}, 0.68, None),
+    ({"training": {"model_params_billion": 7}, "numerics": {"dtype": "fp32"},
+      "oom": {"total_capacity_mib": 24576}}, 1.09, True),
+])
+def test_weights_fraction(facts: dict, frac: float, exceeds: bool | None) -> None:
+    complete(facts)
+    assert facts["oom"]["weights_fraction"] == pytest.approx(frac, abs=0.01)
+    assert facts["oom"].get("weights_exceed_card") is exceeds
+
+
+def test_weights_need_both_sizes_and_never_override() -> None:
+    only_model = {"training": {"model_params_billion": 70}}
+    assert complete(only_model) == [] and "oom" not in only_model
+    stated = {"training": {"model_params_billion": 70}, "gpu": {"memory_total_mib": 81920},
+              "oom": {"weights_fraction": 0.5}}
+    assert complete(stated) == [] and stated["oom"]["weights_fraction"] == 0.5
+
+
+def test_the_reasoning_uses_the_sizes_in_the_words() -> None:
+    rep = kb.diagnose(symptom="CUDA out of memory loading a 70B model on one A100 80GB")
+    assert any(w.startswith("derived: oom.weights_exceed_card") for w in rep.warnings)
+    top = rep.hypotheses[0]
+    assert top.cause_id == "oom.startup_too_large"
+    assert not rep.findings  # support, never proof: the job may shard further than kb knows
+    # the same words with a 4-bit model that fits: no support from the weights
+    small = kb.diagnose(symptom="CUDA out of memory loading a 70B AWQ model on one A100 80GB")
+    assert not any("weights_exceed_card" in w for w in small.warnings)
+    ev = {h.cause_id: h.evidence for h in small.hypotheses}
+    assert top.evidence > ev["oom.startup_too_large"]
