@@ -161,8 +161,8 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
         return {n: v for n in names if g is not None and (v := getattr(g, n, None)) is not None}
 
     # what could be derived, asked on the few facts it touches (a full dump costs more)
-    probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib"),
-             "distributed": part("distributed", "nvlink_present"),
+    probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib", "count"),
+             "distributed": part("distributed", "nvlink_present", "world_size", "nnodes"),
              "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink"),
              "training": part("training", "model_params_billion", "weight_bits"),
              "numerics": part("numerics", "dtype"),

@@ -157,7 +157,11 @@ def complete(facts: dict[str, Any]) -> list[str]:
     if get_fact(facts, "gpu.compute_capability") is None:
         set_fact(facts, "gpu.compute_capability", g.compute_capability)
         notes.append(f"gpu.compute_capability = {g.compute_capability} (from gpu.name {name!r})")
-    if g.nvlink is False and get_fact(facts, "distributed.nvlink_present") is None:
+    # the interconnect matters between GPUs only: one card has none to speak of
+    many = any(isinstance(v, int) and v >= 2 for v in (
+        get_fact(facts, "gpu.count"), get_fact(facts, "inference.tensor_parallel_size"),
+        get_fact(facts, "distributed.world_size"), get_fact(facts, "distributed.nnodes")))
+    if g.nvlink is False and many and get_fact(facts, "distributed.nvlink_present") is None:
         set_fact(facts, "distributed.nvlink_present", False)
         notes.append(f"distributed.nvlink_present = false ({name!r} has no NVLink)")
         tp = get_fact(facts, "inference.tensor_parallel_size")

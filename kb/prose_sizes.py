@@ -34,6 +34,36 @@ def nodes(text: str) -> int | None:
     return max(seen) if seen else None
 
 
+# "8 GPUs", "2x RTX 4090", "two 4090s", "4090 24GB * 6", "8*80G GPUs", "3 A6000", "4张卡"
+_GPU_NAME = (r"(?:(?:nvidia|geforce|tesla)\s+)?(?:rtx\s*|gtx\s*)?(?:a100|h100|h200|h800|a800|a6000|a10g?|"
+             r"l40s?|l4|t4|v100|p100|[2-5]0[5-9]0(?:\s*ti)?|[a-z]?\d{4}(?:\s*ti)?)s?")
+_GPUS = [
+    re.compile(r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
+               r"single)\s*(?:[x×*]\s*)?"
+               r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])",
+               re.I),
+    re.compile(r"(?<![0-9A-Za-z_])" + _GPU_NAME
+               + r"(?:\s+\d{1,3}\s?g(?:b|ib)?)?\s*[x×*]\s*(?P<n>\d{1,4})(?![0-9A-Za-z_.])", re.I),
+]
+_GPUS_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\s*(?:[\w\s]{0,12}?(?:卡|显卡|gpu)|"
+                      + _GPU_NAME + ")", re.I)
+
+
+def gpu_count(text: str) -> int | None:
+    """How many GPUs the text says the job uses (the largest when it names several: "one GPU
+    is faster than two"), or None."""
+    seen: list[int] = []
+    for rx in _GPUS:
+        for m in rx.finditer(text):
+            raw = m.group("n").lower()
+            seen.append(int(raw) if raw.isdigit() else _COUNT_WORDS[raw])
+    for m in _GPUS_ZH.finditer(text):
+        raw = m.group("n")
+        seen.append(int(raw) if raw.isdigit() else _ZH_COUNT[raw])
+    seen = [n for n in seen if 1 <= n <= 4096]
+    return max(seen) if seen else None
+
+
 # "70b", "Llama-2-7B", "Qwen2.5-14B-Instruct", "1.5B", "70 billion parameters"; not "8x7B" (a
 # mixture of experts, whose total is not the product) nor "80GB"
 _PARAMS = re.compile(
@@ -72,14 +102,21 @@ _GPU_MEM = [re.compile(_MEM + r"(?:\s*(?:of\s+)?(?:hbm\d?e?|gddr\d\w?|memory))?[
 _HOST = re.compile(r"(?<![v\w])ram|host|cpu|disk|ssd|file|swap|内存", re.I)
 
 
+def _gpu_memory_hits(text: str) -> list[re.Match[str]]:
+    return [m for rx in _GPU_MEM for m in rx.finditer(text) if not _HOST.search(m.group(0))]
+
+
+def setup_spans(text: str) -> list[tuple[int, int]]:
+    """Where the text states the setup's sizes ("two nodes", "48GB of VRAM", "8 GPUs"): facts,
+    whose words ("vram", "nodes") say nothing about what went wrong."""
+    spans = [m.span() for m in _NODES.finditer(text)]
+    spans += [m.span() for m in _NODES_ZH.finditer(text)]
+    spans += [m.span() for m in _gpu_memory_hits(text)]
+    spans += [m.span() for rx in (*_GPUS, _GPUS_ZH) for m in rx.finditer(text)]
+    return spans
+
+
 def gpu_memory_gib(text: str) -> int | None:
     """One GPU's memory in GiB as the text states it next to a GPU word, when it states one."""
-    vals: set[int] = set()
-    for rx in _GPU_MEM:
-        for m in rx.finditer(text):
-            if _HOST.search(m.group(0)):
-                continue
-            v = int(m.group("v"))
-            if 2 <= v <= 288:
-                vals.add(v)
+    vals = {v for m in _gpu_memory_hits(text) if 2 <= (v := int(m.group("v"))) <= 288}
     return vals.pop() if len(vals) == 1 else None

@@ -287,6 +287,7 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     from kb import prose_sizes
 
     for path, value in (("distributed.nnodes", prose_sizes.nodes(text)),
+                        ("gpu.count", prose_sizes.gpu_count(text)),
                         ("training.model_params_billion", prose_sizes.params_billion(text)),
                         ("training.weight_bits", prose_sizes.weight_bits(text)),
                         ("gpu.memory_total_mib", (g := prose_sizes.gpu_memory_gib(text)) and g * 1024)):
@@ -367,13 +368,20 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     from kb.facts import model_for
 
     text = facts.symptom_text or ""
-    branches = classify(text, kn) if text else {}
+    # the setup's sizes ("48GB of VRAM", "two nodes") are facts (extract reads them); their
+    # words name no branch or cause
+    from kb.prose_sizes import setup_spans
+
+    words = text
+    for a, b in setup_spans(text):
+        words = words[:a] + " " * (b - a) + words[b:]
+    branches = classify(words, kn) if text else {}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none
     named_by = set(branches) | _entered(facts, kn) | ({facts.symptom} if facts.symptom else set())
-    named_causes, said = named(text, kn) if text else ({}, {})
+    named_causes, said = named(words, kn) if text else ({}, {})
     if named_causes and named_by:
         named_causes = {c: w for c, w in named_causes.items()
                         if kn.causes[c].branch in named_by}

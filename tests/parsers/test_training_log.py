@@ -344,3 +344,31 @@ def test_load_inputs_maps_regular_files_and_streams_pipes(tmp_path) -> None:
     stdin = io.TextIOWrapper(io.BytesIO(text))
     by_pipe = load_inputs(["-"], stdin=stdin).facts
     assert same(by_file, by_pipe) and by_file["oom"]["occurred"] is True
+
+
+@pytest.mark.parametrize("line", [
+    # TensorFlow (tensorflow/core/framework/op_kernel.cc)
+    "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
+    "with shape[64,256,56,56] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
+    "allocator GPU_0_bfc",
+    # TF 1.x BFC allocator failure (tensorflow/core/common_runtime/bfc_allocator.cc)
+    "2017-03-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:275] Ran out "
+    "of memory trying to allocate 392.00MiB.  See logs for memory state.",
+    # XLA / JAX
+    "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+    "allocate 33762398024 bytes.",
+])
+def test_tensorflow_and_xla_ooms_are_ooms(line: str) -> None:
+    a, b = _both(line + "\n")
+    assert same(a, b)
+    assert a["oom"]["occurred"] is True
+
+
+def test_tensorflows_not_a_failure_warning_is_no_oom() -> None:
+    # TF 2.x logs this when a retry may succeed; "the caller indicates that this is not a failure"
+    line = ("2020-04-29 16:25:36.594950: W tensorflow/core/common_runtime/bfc_allocator.cc:243] "
+            "Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25GiB with "
+            "freed_by_count=0. The caller indicates that this is not a failure, but may mean that "
+            "there could be performance gains if more memory were available.\n")
+    a, _ = _both(line)
+    assert "oom" not in a

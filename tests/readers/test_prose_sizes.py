@@ -117,3 +117,14 @@ def test_the_reasoning_uses_the_sizes_in_the_words() -> None:
     assert not any("weights_exceed_card" in w for w in small.warnings)
     ev = {h.cause_id: h.evidence for h in small.hypotheses}
     assert top.evidence > ev["oom.startup_too_large"]
+
+
+def test_the_setups_sizes_name_no_branch() -> None:
+    # "40gb of vram" states the card's memory (a fact), it does not say memory ran out
+    rep = kb.diagnose(symptom="the DataLoader worker died with a bus error although I have "
+                              ">40gb of vram")
+    assert rep.branches and rep.branches[0] != "oom"
+    assert any("gpu.memory_total_mib = 40960" in w for w in rep.warnings)
+    # the same word about the problem still names it
+    rep = kb.diagnose(symptom="vram keeps growing until the job dies")
+    assert rep.branches[0] == "oom"

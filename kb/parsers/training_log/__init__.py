@@ -54,7 +54,7 @@ def sniff(head: str) -> bool:
     return any(k in low for k in (
         "out of memory", "nccl", "watchdog", "'loss':", "grad_norm", "lm loss", "loss scale",
         "overflow", "error detected in", "processgroup", "iteration", "avg prompt throughput",
-        "loss:", "loss=", "gloo", "traceback (most recent call last)",
+        "loss:", "loss=", "gloo", "traceback (most recent call last)", "oom when allocating",
     ))
 
 

@@ -31,9 +31,16 @@ _OOM_OLD = re.compile(
     r"(?:CUDA|HIP) out of memory\. Tried to allocate " + _SIZE + r" \(GPU \d+; " + _SIZE + r" total capacity; "
     + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (cached|reserved in total by PyTorch)\)"
 )
+#: the sizes-free wordings; TensorFlow's "OOM when allocating tensor with shape"
+#: (tensorflow/core/framework/op_kernel.cc) and TF 1.x's BFC allocator failure "Ran out of memory
+#: trying to allocate X. See logs for memory state." (common_runtime/bfc_allocator.cc; its
+#: "... The caller indicates that this is not a failure" warning is none); XLA/JAX's
+#: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes"
 _OOM_BARE = re.compile(
     r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
     r"|Cuda failure 'out of memory'|(?:CUDA|HIP|XPU) out of memory|MPS backend out of memory"
+    r"|OOM when allocating tensor with shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
+    r"|RESOURCE_EXHAUSTED: Out of memory (?:while trying to allocate|allocating)"
 )
 _BACKWARD_FRAME = re.compile(r"\bin backward\s*$|\.backward\(")
 

@@ -102,7 +102,8 @@ class LogScanner:
         if not fams:
             return
         low = line.lower()
-        if "oom" in fams and ("out of memory" in low or "alloc_failed" in low):
+        if "oom" in fams and ("out of memory" in low or "alloc_failed" in low
+                              or "oom when allocating" in low):
             oom.oom(self, line)
         if "distributed" in fams:
             distributed.distributed(self, line, low)

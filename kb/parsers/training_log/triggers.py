@@ -14,6 +14,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "oom": (
         "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
         "Error: cuda runtime error",
+        "OOM when allocating", "See logs for memory state", "RESOURCE_EXHAUSTED",  # TF, XLA/JAX
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
