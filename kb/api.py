@@ -163,10 +163,12 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     # what could be derived, asked on the few facts it touches (a full dump costs more)
     probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib", "count"),
              "distributed": part("distributed", "nvlink_present", "world_size", "nnodes"),
-             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink"),
-             "training": part("training", "model_params_billion", "weight_bits"),
+             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink", "engine"),
+             "training": part("training", "model_params_billion", "weight_bits", "full_parameter",
+                              "zero_stage"),
              "numerics": part("numerics", "dtype"),
-             "oom": part("oom", "total_capacity_mib", "weights_fraction", "weights_exceed_card")}
+             "oom": part("oom", "total_capacity_mib", "weights_fraction", "training_state_fraction",
+                         "model_exceeds_card")}
     notes: list[str] = []
     if probe["gpu"].get("name"):
         from kb.gpu_models import complete

@@ -1,5 +1,5 @@
-"""Sizes and counts that people state in prose: how many nodes, how big the model is, how many
-bits a weight takes, how much memory one GPU has ("two nodes with 8 A100s", "Llama-2-70B in
+"""Sizes and counts that people state in prose: how many nodes and GPUs, how big the model is,
+how many bits a weight takes, whether every parameter trains, how much memory one GPU has ("two nodes with 8 A100s", "Llama-2-70B in
 4-bit on a 24GB 4090"). Each reader returns a value only when the text states exactly one, so a
 comparison ("one node is faster than two nodes") gives the larger setup, the one in trouble, and
 unrelated numbers never guess."""
@@ -120,3 +120,18 @@ def gpu_memory_gib(text: str) -> int | None:
     """One GPU's memory in GiB as the text states it next to a GPU word, when it states one."""
     vals = {v for m in _gpu_memory_hits(text) if 2 <= (v := int(m.group("v"))) <= 288}
     return vals.pop() if len(vals) == 1 else None
+
+
+# "full fine-tuning", "full-parameter", "pre-training", "train from scratch", "全参微调"; LoRA,
+# QLoRA, PEFT and adapters train a few parameters only
+_FULL = re.compile(r"full[\s-]*(?:param\w*|fine[\s-]*tun\w*|finetun\w*|ft)\b|pre-?train\w*|"
+                   r"from\s+scratch|全参|全量微调|全量训练|预训练", re.I)
+_ADAPTER = re.compile(r"(?<![a-z])(?:q?lora|peft|adapters?|p-tuning|prefix[\s-]tuning)(?![a-z])",
+                      re.I)
+
+
+def full_parameter(text: str) -> bool | None:
+    """True when the text says every parameter trains, False when it trains adapters (LoRA),
+    None when it does not say (or says both)."""
+    full, adapter = bool(_FULL.search(text)), bool(_ADAPTER.search(text))
+    return None if full == adapter else full

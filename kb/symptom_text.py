@@ -290,6 +290,7 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
                         ("gpu.count", prose_sizes.gpu_count(text)),
                         ("training.model_params_billion", prose_sizes.params_billion(text)),
                         ("training.weight_bits", prose_sizes.weight_bits(text)),
+                        ("training.full_parameter", prose_sizes.full_parameter(text)),
                         ("gpu.memory_total_mib", (g := prose_sizes.gpu_memory_gib(text)) and g * 1024)):
         if value is not None:
             _set(facts, path, value)

@@ -1,7 +1,9 @@
-"""Whether a model's weights alone fit on one GPU: parameters x bytes per weight, over the
-tensor-parallel degree, against the card's capacity. Weights that do not fit make a start-up
-OOM expected whatever else is true (unless the model is sharded further than kb knows, which is
-why the result is support for a cause, never its proof)."""
+"""Whether a model fits on one GPU before any activation: its weights (parameters x bits per
+weight, over the tensor-parallel degree) and, when every parameter trains, its gradients and
+Adam state too (16 bytes per parameter in mixed precision: ZeRO, Rajbhandari et al. 2020, §3.1),
+against the card's capacity. A model that does not fit makes a start-up OOM expected whatever
+else is true, unless the job shards it further than kb knows: the result is support for a
+cause, never its proof."""
 
 from __future__ import annotations
 
@@ -9,36 +11,56 @@ from typing import Any
 
 from kb.factpath import get_fact, set_fact
 
+#: the model takes this share of one card or more: it does not fit as loaded
+EXCEEDS = 0.9
 #: bits per weight for a compute dtype, when no storage format is stated (half precision is how
 #: checkpoints are loaded for inference and mixed-precision training today)
-#: the weights alone take this share of one card or more: the model does not fit as loaded
-EXCEEDS = 0.9
-
 _DTYPE_BITS = {"fp32": 32, "tf32": 32, "fp16": 16, "bf16": 16, "fp8": 8}
+#: bytes per parameter of mixed-precision Adam training: fp16 weights and gradients (2 + 2),
+#: fp32 master weights, momentum and variance (4 + 4 + 4)
+TRAINING_BYTES_PER_PARAM = 16
+
+
+def _num(facts: dict[str, Any], path: str) -> float | None:
+    v = get_fact(facts, path)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def complete(facts: dict[str, Any]) -> list[str]:
-    """Add ``oom.weights_fraction`` (and ``oom.weights_exceed_card`` when they do) to a nested
+    """Add ``oom.weights_fraction`` (and ``oom.training_state_fraction`` when every parameter
+    trains, and ``oom.model_exceeds_card`` when either reaches :data:`EXCEEDS`) to a nested
     facts dict, in place, when the model size and one GPU's capacity are known and nothing
-    stated it; one note per fact added."""
+    stated them; one note per fact added."""
     if get_fact(facts, "oom.weights_fraction") is not None:
         return []
-    params = get_fact(facts, "training.model_params_billion")
-    cap = get_fact(facts, "oom.total_capacity_mib") or get_fact(facts, "gpu.memory_total_mib")
-    if not isinstance(params, (int, float)) or not isinstance(cap, (int, float)) or cap <= 0:
+    params = _num(facts, "training.model_params_billion")
+    cap = _num(facts, "oom.total_capacity_mib") or _num(facts, "gpu.memory_total_mib")
+    if params is None or not cap:
         return []
     dtype = get_fact(facts, "numerics.dtype")
     bits = get_fact(facts, "training.weight_bits") or _DTYPE_BITS.get(
         str(getattr(dtype, "value", dtype)), 16)
-    tp = get_fact(facts, "inference.tensor_parallel_size")
-    shards = tp if isinstance(tp, int) and tp >= 1 else 1
-    weights_mib = params * 1e9 * bits / 8 / 2**20 / shards
-    frac = round(weights_mib / cap, 2)
+    tp = _num(facts, "inference.tensor_parallel_size")
+    shards = int(tp) if tp and tp >= 1 else 1
+    frac = round(params * 1e9 * bits / 8 / 2**20 / shards / cap, 2)
     set_fact(facts, "oom.weights_fraction", frac)
-    notes = []
-    if frac >= EXCEEDS and get_fact(facts, "oom.weights_exceed_card") is None:
-        # stated only when true: below it, what else the job holds decides, not the weights
-        set_fact(facts, "oom.weights_exceed_card", True)
-        notes.append("oom.weights_exceed_card = true")
-    return notes + [f"oom.weights_fraction = {frac} ({params:g}B parameters x {bits} bits"
-            + (f" / TP {shards}" if shards > 1 else "") + f" against {cap / 1024:.0f} GiB)"]
+    notes = [f"oom.weights_fraction = {frac} ({params:g}B parameters x {bits} bits"
+             + (f" / TP {shards}" if shards > 1 else "") + f" against {cap / 1024:.0f} GiB)"]
+    worst = frac
+    if get_fact(facts, "training.full_parameter") is True and get_fact(
+            facts, "inference.engine") is None:
+        # ZeRO-3 splits the state over the ranks; other sharding (FSDP) kb may not know of
+        ranks = _num(facts, "distributed.world_size") or _num(facts, "gpu.count") or 1
+        split = int(ranks) if get_fact(facts, "training.zero_stage") == 3 else 1
+        train = round(params * 1e9 * TRAINING_BYTES_PER_PARAM / 2**20 / split / cap, 2)
+        set_fact(facts, "oom.training_state_fraction", train)
+        notes.append(f"oom.training_state_fraction = {train} ({params:g}B parameters x "
+                     f"{TRAINING_BYTES_PER_PARAM} bytes of weights, gradients and Adam state"
+                     + (f" / {split} ZeRO-3 ranks" if split > 1 else "")
+                     + f" against {cap / 1024:.0f} GiB)")
+        worst = max(worst, train)
+    if worst >= EXCEEDS and get_fact(facts, "oom.model_exceeds_card") is None:
+        # stated only when true: below it, what else the job holds decides, not the model
+        set_fact(facts, "oom.model_exceeds_card", True)
+        notes.insert(0, "oom.model_exceeds_card = true")
+    return notes

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kb
-from kb.prose_sizes import gpu_memory_gib, nodes, params_billion, weight_bits
+from kb.prose_sizes import (full_parameter, gpu_count, gpu_memory_gib, nodes, params_billion,
+                             weight_bits)
 from kb.weights import complete
 
 
@@ -95,7 +96,7 @@ def test_any_text_gives_a_plausible_value_or_none(text: str) -> None:
 def test_weights_fraction(facts: dict, frac: float, exceeds: bool | None) -> None:
     complete(facts)
     assert facts["oom"]["weights_fraction"] == pytest.approx(frac, abs=0.01)
-    assert facts["oom"].get("weights_exceed_card") is exceeds
+    assert facts["oom"].get("model_exceeds_card") is exceeds
 
 
 def test_weights_need_both_sizes_and_never_override() -> None:
@@ -108,13 +109,13 @@ def test_weights_need_both_sizes_and_never_override() -> None:
 
 def test_the_reasoning_uses_the_sizes_in_the_words() -> None:
     rep = kb.diagnose(symptom="CUDA out of memory loading a 70B model on one A100 80GB")
-    assert any(w.startswith("derived: oom.weights_exceed_card") for w in rep.warnings)
+    assert any(w.startswith("derived: oom.model_exceeds_card") for w in rep.warnings)
     top = rep.hypotheses[0]
     assert top.cause_id == "oom.startup_too_large"
     assert not rep.findings  # support, never proof: the job may shard further than kb knows
     # the same words with a 4-bit model that fits: no support from the weights
     small = kb.diagnose(symptom="CUDA out of memory loading a 70B AWQ model on one A100 80GB")
-    assert not any("weights_exceed_card" in w for w in small.warnings)
+    assert not any("model_exceeds_card" in w for w in small.warnings)
     ev = {h.cause_id: h.evidence for h in small.hypotheses}
     assert top.evidence > ev["oom.startup_too_large"]
 
@@ -128,3 +129,57 @@ def test_the_setups_sizes_name_no_branch() -> None:
     # the same word about the problem still names it
     rep = kb.diagnose(symptom="vram keeps growing until the job dies")
     assert rep.branches[0] == "oom"
+
+
+@pytest.mark.parametrize(("text", "n"), [
+    ("I used 8*80G GPUs", 8), ("vLLM TP 2 on 2x RTX 4090", 2), ("two 4090s", 2),
+    ("4090 24GB * 6", 6), ("3 A6000 in a devcontainer", 3), ("目前用8*4090跑qwen", 8),
+    ("我用4张4090部署了", 4), ("one GPU is faster than two GPUs", 2), ("a single 4090", 1),
+    ("trained on 8 V100s", 8),
+    # near-misses: a product named, no count
+    ("Llama-2 7B on my RTX 4090", None), ("A100 80GB", None), ("epoch 2 of 8", None),
+])
+def test_gpu_count(text: str, n: int | None) -> None:
+    assert gpu_count(text) == n
+
+
+@pytest.mark.parametrize(("text", "full"), [
+    ("full fine-tuning of a 7B model", True), ("full-parameter SFT", True),
+    ("pretraining from scratch", True), ("全参微调", True),
+    ("QLoRA fine-tuning", False), ("peft adapters", False),
+    ("fine-tuning a 7B model", None),              # does not say which
+    ("full fine-tune vs LoRA comparison", None),   # says both
+])
+def test_full_parameter(text: str, full: bool | None) -> None:
+    assert full_parameter(text) is full
+
+
+def test_full_training_state_counts_gradients_and_adam() -> None:
+    # 5.7B x 16 bytes = 91.2e9 B = 86,975 MiB against 24 GiB: 3.54 x the card
+    facts = {"training": {"model_params_billion": 5.7, "full_parameter": True},
+             "gpu": {"memory_total_mib": 24576}}
+    complete(facts)
+    assert facts["oom"]["weights_fraction"] == pytest.approx(0.44, abs=0.01)
+    assert facts["oom"]["training_state_fraction"] == pytest.approx(3.54, abs=0.01)
+    assert facts["oom"]["model_exceeds_card"] is True
+    # ZeRO-3 over 8 ranks splits it: 0.44 of the card
+    facts = {"training": {"model_params_billion": 5.7, "full_parameter": True, "zero_stage": 3},
+             "distributed": {"world_size": 8}, "gpu": {"memory_total_mib": 24576}}
+    complete(facts)
+    assert facts["oom"]["training_state_fraction"] == pytest.approx(0.44, abs=0.01)
+    assert "model_exceeds_card" not in facts["oom"]
+    # adapters, or a serving engine: only the weights count
+    for extra in ({"training": {"full_parameter": False}}, {"inference": {"engine": "vllm"}}):
+        facts = {"training": {"model_params_billion": 5.7}, "gpu": {"memory_total_mib": 24576}}
+        for group, values in extra.items():
+            facts.setdefault(group, {}).update(values)
+        complete(facts)
+        assert "training_state_fraction" not in facts["oom"]
+
+
+def test_full_fine_tuning_in_the_words_supports_too_large() -> None:
+    full = kb.diagnose(symptom="full fine-tuning a 5.7B model on one 24GB card: CUDA out of memory")
+    lora = kb.diagnose(symptom="LoRA fine-tuning a 5.7B model on one 24GB card: CUDA out of memory")
+    assert full.hypotheses[0].cause_id == "oom.startup_too_large"
+    ev = {h.cause_id: h.evidence for h in lora.hypotheses}
+    assert full.hypotheses[0].evidence > ev["oom.startup_too_large"]
