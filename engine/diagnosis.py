@@ -127,7 +127,6 @@ class Reasoner:
         else:
             self._runner = rules.GraphRunner(kn, self.overrides)
         index = graph_index(kn)
-        self._entry_paths = {c.fact for b in kn.branches.values() for c in b.entry}
         self._check_produces = {c.id: frozenset(c.produces) for c in kn.checks.values()}
         self._produced_memo: dict[tuple[str, str], bool] = {}
         self._root_branch = {b.root: b.id for b in kn.branches.values()}
@@ -178,7 +177,7 @@ class Reasoner:
         run = self._runner.run(flat, words_roots)
         if fallback_branches is not None and not any(
                 root in run.reached for root in self._root_branch) and (
-                symptom_given or not any(k in self._entry_paths for k in flat)):
+                symptom_given or not self._measured(flat)):
             # nothing put a branch in play and no measurement says "healthy": the weaker
             # reasons decide which branch to open (hypotheses only; a cause still needs facts)
             fallback = {b: list(v) for b, v in fallback_branches().items()
@@ -237,6 +236,13 @@ class Reasoner:
                          derived=derived, fired=run.fired)
 
     # -- classification ---------------------------------------------------------------------
+
+    def _measured(self, facts: dict[str, Any]) -> bool:
+        """Whether a branch's entry is decided by the facts: a measurement that could have put
+        it in play. A setting alone ("--max-model-len 350000" with no KV-cache size to compare
+        it to) decides nothing, so it says nothing about health."""
+        return any(c.fact in facts and evaluate(c, facts, self.kn, self.overrides) is not None
+                   for b in self.kn.branches.values() for c in b.entry)
 
     def _in_context(self, cid: str, facts: dict[str, Any]) -> bool:
         """Whether a message of ``cid`` counts as evidence here (its ``signature_context``
@@ -454,16 +460,13 @@ class Reasoner:
 
     def _status(self, results: list[CauseResult], in_play: set[str], symptom_given: bool,
                 flat: dict[str, Any]) -> Status:
-        # healthy needs a measurement that could have put a branch in play (an entry fact)
-        entry_paths = self._entry_paths
         if any(r.state == "confirmed" for r in results):
             return "confirmed"
         if any(r.state == "hypothesis" for r in results):
             return "hypotheses"
-        observed = [k for k in flat if k in entry_paths]
         if not in_play:
             # measurements that put no branch in play are a healthy job; nothing is nothing
-            return "healthy" if observed else "inconclusive"
+            return "healthy" if self._measured(flat) else "inconclusive"
         if symptom_given:
             # the user reports a problem, yet the facts exclude every known cause
             return "inconclusive"

@@ -152,8 +152,8 @@ def diagnose(
 
 
 def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
-    """What the GPU's product name tells (graphs/gpus.yaml), where nothing measured it, and
-    whether the model's weights alone fit on one card (kb.weights)."""
+    """Facts that follow from others, where nothing measured them: what the GPU's product name
+    tells (graphs/gpus.yaml) and whether the model fits on one card (kb.weights)."""
     from kb.facts import model_for
 
     def part(group: str, *names: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """Sizes and counts that people state in prose: how many nodes and GPUs, how big the model is,
-how many bits a weight takes, whether every parameter trains, how much memory one GPU has ("two nodes with 8 A100s", "Llama-2-70B in
-4-bit on a 24GB 4090"). Each reader returns a value only when the text states exactly one, so a
-comparison ("one node is faster than two nodes") gives the larger setup, the one in trouble, and
-unrelated numbers never guess."""
+how many bits a weight takes, whether every parameter trains, how much memory one GPU has ("two
+nodes with 8 A100s", "Llama-2-70B in 4-bit on a 24GB 4090"). A size is read only when the text
+states exactly one; a count, when it states several, is the largest: a comparison ("one node is
+faster than two nodes") is about the larger setup, the one in trouble."""
 
 from __future__ import annotations
 
@@ -14,60 +14,56 @@ _ZH_COUNT = {"单": 1, "一": 1, "两": 2, "双": 2, "二": 2, "三": 3, "四": 
 
 # "2 nodes", "two machines", "1 node", "single-node", "4-node cluster", "两台机器", "双机", "单机"
 _NODES = re.compile(
-    r"(?<![\w.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|single|dual|both)"
+    r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|single|dual|both)"
     r"[\s-]*(?:physical\s+|gpu\s+|compute\s+|worker\s+)?(?:nodes?|machines?)(?![\w-])", re.I)
 _NODES_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)?\s*(?:机器|节点|服务器)|"
                        r"(?P<m>[单双])机")
 
 
-def nodes(text: str) -> int | None:
-    """The number of nodes the text says the job runs on (the largest when it names several:
-    a comparison's troubled side), or None."""
+def _largest(text: str, patterns: tuple[re.Pattern[str], ...]) -> int | None:
+    """The largest count the patterns find (group ``n``, or ``m`` for a Chinese one-letter
+    count), or None."""
     seen: list[int] = []
-    for m in _NODES.finditer(text):
-        raw = m.group("n").lower()
-        seen.append(int(raw) if raw.isdigit() else _COUNT_WORDS[raw])
-    for m in _NODES_ZH.finditer(text):
-        raw = m.group("n") or m.group("m")
-        seen.append(int(raw) if raw.isdigit() else _ZH_COUNT[raw])
-    seen = [n for n in seen if 1 <= n <= 4096]
+    for rx in patterns:
+        for m in rx.finditer(text):
+            raw = (m.group("n") or m.groupdict().get("m") or "").lower()
+            n = int(raw) if raw.isdigit() else _COUNT_WORDS.get(raw, _ZH_COUNT.get(raw, 0))
+            if 1 <= n <= 4096:
+                seen.append(n)
     return max(seen) if seen else None
 
 
+def nodes(text: str) -> int | None:
+    """The number of nodes the text says the job runs on, or None."""
+    return _largest(text, (_NODES, _NODES_ZH))
+
+
 # "8 GPUs", "2x RTX 4090", "two 4090s", "4090 24GB * 6", "8*80G GPUs", "3 A6000", "4张卡"
-_GPU_NAME = (r"(?:(?:nvidia|geforce|tesla)\s+)?(?:rtx\s*|gtx\s*)?(?:a100|h100|h200|h800|a800|a6000|a10g?|"
-             r"l40s?|l4|t4|v100|p100|[2-5]0[5-9]0(?:\s*ti)?|[a-z]?\d{4}(?:\s*ti)?)s?")
-_GPUS = [
+_GPU_NAME = (r"(?:(?:nvidia|geforce|tesla)\s+)?(?:rtx\s*|gtx\s*)?"
+             r"(?:a100|h100|h200|h800|a800|a6000|a10g?|l40s?|l4|t4|v100|p100|"
+             r"[2-5]0[5-9]0(?:\s*ti)?|[a-z]?\d{4}(?:\s*ti)?)s?")
+_GPUS = (
     re.compile(r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
                r"single)\s*(?:[x×*]\s*)?"
-               r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])",
-               re.I),
+               r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME
+               + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])", re.I),
     re.compile(r"(?<![0-9A-Za-z_])" + _GPU_NAME
                + r"(?:\s+\d{1,3}\s?g(?:b|ib)?)?\s*[x×*]\s*(?P<n>\d{1,4})(?![0-9A-Za-z_.])", re.I),
-]
+)
 _GPUS_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\s*(?:[\w\s]{0,12}?(?:卡|显卡|gpu)|"
                       + _GPU_NAME + ")", re.I)
 
 
 def gpu_count(text: str) -> int | None:
-    """How many GPUs the text says the job uses (the largest when it names several: "one GPU
-    is faster than two"), or None."""
-    seen: list[int] = []
-    for rx in _GPUS:
-        for m in rx.finditer(text):
-            raw = m.group("n").lower()
-            seen.append(int(raw) if raw.isdigit() else _COUNT_WORDS[raw])
-    for m in _GPUS_ZH.finditer(text):
-        raw = m.group("n")
-        seen.append(int(raw) if raw.isdigit() else _ZH_COUNT[raw])
-    seen = [n for n in seen if 1 <= n <= 4096]
-    return max(seen) if seen else None
+    """How many GPUs the text says the job uses, or None."""
+    return _largest(text, (*_GPUS, _GPUS_ZH))
 
 
 # "70b", "Llama-2-7B", "Qwen2.5-14B-Instruct", "1.5B", "70 billion parameters"; not "8x7B" (a
 # mixture of experts, whose total is not the product) nor "80GB"
 _PARAMS = re.compile(
-    r"(?<![\w.])(?P<v>\d{1,4}(?:\.\d{1,2})?)\s?(?:b(?![\w])|billion(?:\s+param\w*)?(?![\w]))",
+    r"(?<![0-9A-Za-z_.])(?P<v>\d{1,4}(?:\.\d{1,2})?)\s?"
+    r"(?:b(?![0-9A-Za-z_])|billion(?:\s+param\w*)?(?![0-9A-Za-z_]))",
     re.I)
 
 
@@ -78,10 +74,10 @@ def params_billion(text: str) -> float | None:
     return vals.pop() if len(vals) == 1 else None
 
 
-_BITS = [(4, re.compile(r"(?<![\w])(?:4[\s-]?bits?|int4|w4a16|q4(?:_\w+)?|nf4|gptq|awq|"
-                        r"bnb[\s-]?4bit|load_in_4bit)(?![\w])", re.I)),
-         (8, re.compile(r"(?<![\w])(?:8[\s-]?bits?|int8|w8a8|fp8|load_in_8bit)(?![\w])", re.I)),
-         (32, re.compile(r"(?<![\w])(?:fp32|float32|full[\s-]precision)(?![\w])", re.I))]
+_BITS = [(4, re.compile(r"(?<![0-9A-Za-z_])(?:4[\s-]?bits?|int4|w4a16|q4(?:_\w+)?|nf4|gptq|awq|"
+                        r"bnb[\s-]?4bit|load_in_4bit)(?![0-9A-Za-z_])", re.I)),
+         (8, re.compile(r"(?<![0-9A-Za-z_])(?:8[\s-]?bits?|int8|w8a8|fp8|load_in_8bit)(?![0-9A-Za-z_])", re.I)),
+         (32, re.compile(r"(?<![0-9A-Za-z_])(?:fp32|float32|full[\s-]precision)(?![0-9A-Za-z_])", re.I))]
 
 
 def weight_bits(text: str) -> int | None:
@@ -94,10 +90,10 @@ def weight_bits(text: str) -> int | None:
 # "a 16 GB card"; host RAM, disks and files are not GPUs
 _GPU_WORD = (r"(?:gpus?|vram|cards?|graphics|显存|显卡|a100|h100|h800|a800|h200|a6000|l40s?|"
              r"v100|rtx\s*\d{4}|\d{4}\s*ti|[2-5]0[5-9]0s?)")
-_MEM = r"(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![\w])"
+_MEM = r"(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![0-9A-Za-z_])"
 _GPU_MEM = [re.compile(_MEM + r"(?:\s*(?:of\s+)?(?:hbm\d?e?|gddr\d\w?|memory))?[\s-]*(?:\w+\s+)?"
-                       + _GPU_WORD + r"(?![\w])", re.I),
-            re.compile(r"(?<![\w])" + _GPU_WORD + r"[\s(:,-]*(?:\w+\s+){0,2}?(?:with\s+)?" + _MEM,
+                       + _GPU_WORD + r"(?![0-9A-Za-z_])", re.I),
+            re.compile(r"(?<![0-9A-Za-z_])" + _GPU_WORD + r"[\s(:,-]*(?:\w+\s+){0,2}?(?:with\s+)?" + _MEM,
                        re.I)]
 _HOST = re.compile(r"(?<![v\w])ram|host|cpu|disk|ssd|file|swap|内存", re.I)
 

@@ -87,8 +87,8 @@ def _longest(hits: dict[str, list[tuple[str, int, int]]]) -> dict[str, list[tupl
         # within one branch a cause's word and an answer's word agree; across branches the
         # longer word is the one meant
         kept = [(w, a, b) for w, a, b in found
-                if not any(b2_ != branch(k) and a2 <= a and b <= b2 and b2 - a2 > b - a
-                           for a2, b2, b2_ in spans)]
+                if not any(other != branch(k) and a2 <= a and b <= b2 and b2 - a2 > b - a
+                           for a2, b2, other in spans)]
         if kept:
             out[k] = kept
     return out
@@ -291,9 +291,9 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
                         ("training.model_params_billion", prose_sizes.params_billion(text)),
                         ("training.weight_bits", prose_sizes.weight_bits(text)),
                         ("training.full_parameter", prose_sizes.full_parameter(text)),
-                        ("gpu.memory_total_mib", (g := prose_sizes.gpu_memory_gib(text)) and g * 1024)):
+                        ("gpu.memory_total_mib", prose_sizes.gpu_memory_gib(text))):
         if value is not None:
-            _set(facts, path, value)
+            _set(facts, path, value * 1024 if path == "gpu.memory_total_mib" else value)
     if branch is None and kn is not None:
         hits = classify(text, kn)
         branch = next(iter(hits), None)
@@ -373,16 +373,16 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # words name no branch or cause
     from kb.prose_sizes import setup_spans
 
-    words = text
+    plain = text
     for a, b in setup_spans(text):
-        words = words[:a] + " " * (b - a) + words[b:]
-    branches = classify(words, kn) if text else {}
+        plain = plain[:a] + " " * (b - a) + plain[b:]
+    branches = classify(plain, kn) if text else {}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none
     named_by = set(branches) | _entered(facts, kn) | ({facts.symptom} if facts.symptom else set())
-    named_causes, said = named(words, kn) if text else ({}, {})
+    named_causes, said = named(plain, kn) if text else ({}, {})
     if named_causes and named_by:
         named_causes = {c: w for c, w in named_causes.items()
                         if kn.causes[c].branch in named_by}

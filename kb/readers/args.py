@@ -271,6 +271,25 @@ def read_command(facts: dict[str, Any], command: str) -> bool:
     return True
 
 
+#: a line of bare flags, the launch program left out ("--enable-prefix-caching",
+#: "--max-num-seqs 1 --enforce-eager"): a pasted excerpt of a launch script or config
+FLAG_LINE = re.compile(r"^\s*--[A-Za-z][\w.-]*(?:[= ](?!-)\S+)?(?:\s+--?[A-Za-z][\w.-]*(?:[= ](?!-)\S+)?)*"
+                       r"\s*\\?\s*$")
+
+
+def read_flags(facts: dict[str, Any], lines: list[str]) -> bool:
+    """Facts from lines of bare flags; serving or training is told by the flags themselves (a
+    flag only a serving engine has, or only a trainer); False when none is known."""
+    pairs = cli_pairs(tokens_of(" ".join(x.strip().rstrip("\\") for x in lines)))
+    keys = {k for k, _ in pairs}
+    serve_only, train_only = keys & (SERVE.keys() - TRAIN.keys()), keys & (TRAIN.keys() - SERVE.keys())
+    if serve_only and not train_only:
+        return apply_pairs(facts, pairs, serve=True) > 0
+    if train_only and not serve_only:
+        return apply_pairs(facts, pairs, serve=False) > 0
+    return apply_pairs(facts, [(k, v) for k, v in pairs if k in ANY], serve=False) > 0
+
+
 # -- argument dumps -----------------------------------------------------------------------------
 #: a one-line dump: argparse Namespace, SGLang ServerArgs, vLLM config / non-default args
 DUMP = re.compile(r"Namespace\(|ServerArgs\(|with config: |non-default args: \{|EngineArgs\(|\bargs: ")

@@ -1,6 +1,7 @@
 """Facts that single lines (or short runs of lines) state, whatever surrounds them: launch commands
-with ``\\`` continuations, argument dumps (one line, or HF ``TrainingArguments(`` one field per
-line), environment assignments and environment reports. Fed line by line, bounded state.
+with ``\\`` continuations, lines of bare flags, argument dumps (one line, or HF
+``TrainingArguments(`` one field per line), environment assignments and environment reports.
+Fed line by line, bounded state.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class LineFacts:
         self._command: list[str] | None = None
         self._dump: list[tuple[str, str | None]] | None = None
         self._dump_lines = 0
+        self._flags: list[str] = []
 
     def _count(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -43,6 +45,12 @@ class LineFacts:
         an environment report or assignment): its words set things up, they do not say what
         went wrong."""
         line = strip_ansi(raw).rstrip("\r\n")
+        if args.FLAG_LINE.match(line) and self._command is None and self._dump is None:
+            if len(self._flags) < MAX_COMMAND_LINES:
+                self._flags.append(line)
+            return True
+        if self._flags:
+            self._flags_done()
         if self._command is not None:
             self._continue_command(line)
             return True
@@ -88,6 +96,11 @@ class LineFacts:
         # NCCL_DEBUG=INFO torchrun ...: the environment prefix and docker -e flags
         return env.read_line(self.facts, command) or bool(read)
 
+    def _flags_done(self) -> None:
+        lines, self._flags = self._flags, []
+        if args.read_flags(self.facts, lines):
+            self._count("launch flags")
+
     def _continue_dump(self, line: str) -> None:
         assert self._dump is not None
         self._dump_lines += 1
@@ -108,5 +121,7 @@ class LineFacts:
             self._command_done(" ".join(self._command))
         if self._dump is not None:
             self._dump_done()
+        if self._flags:
+            self._flags_done()
         self.report.finish()
         return self.facts

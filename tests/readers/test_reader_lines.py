@@ -76,6 +76,11 @@ CASES = [
                                                           "oom": {"expandable_segments": False}}),
     ("docker run --gpus all -e NCCL_SOCKET_IFNAME=eth0 --env VLLM_USE_V1=0 img",
      {"env": {"NCCL_SOCKET_IFNAME": "eth0", "VLLM_USE_V1": "0"}, "distributed": {"socket_ifname": "eth0"}}),
+    # bare flags, the program left out: the flags tell serving from training
+    ("--max-num-seqs 1 --enforce-eager\n--gpu-memory-utilization 0.9",
+     {"inference": {"max_num_seqs": 1, "enforce_eager": True, "gpu_memory_utilization": 0.9}}),
+    ("  --per_device_train_batch_size 4 \\\n  --gradient_accumulation_steps 8 --bf16",
+     {"training": {"micro_batch_size": 4, "gradient_accumulation_steps": 8}, "numerics": {"dtype": "bf16"}}),
 ]
 
 
@@ -94,6 +99,8 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     "export HF_TOKEN=hf_abc\nexport WANDB_API_KEY=123\nexport VLLM_API_KEY=secret",
     # a traceback frame names python files but is not a command
     '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
+    # not flags: torch.multiprocessing's banner, a markdown rule, a negative number
+    "-- Process 1 terminated with the following error:\n---\nloss: --1",
 ])
 def test_lines_that_state_nothing(text: str) -> None:
     assert facts_of(text) == {}

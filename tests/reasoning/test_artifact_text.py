@@ -44,6 +44,17 @@ def test_a_measured_healthy_job_stays_healthy() -> None:
     assert rep.status == "healthy"
 
 
+def test_a_setting_alone_is_no_measurement_of_health() -> None:
+    # --max-model-len enters the oom branch only against the KV cache's size: alone it decides
+    # nothing, so the job is not "healthy" on it, and the text may still name a branch
+    assert kb.diagnose({"inference": {"max_model_len": 350000}}).status == "inconclusive"
+    rep = kb.diagnose({"inference": {"max_model_len": 350000},
+                      "oom": {"kv_cache_capacity_tokens": 400000}})
+    assert rep.status == "healthy"
+    rep = kb.diagnose({"inference": {"max_model_len": 350000}}, inputs=[DIVERGED])
+    assert rep.branches == ["numerics"]
+
+
 def test_prose_is_bounded_over_many_inputs() -> None:
     big = ("the loss diverged " * 4000 + "\n") * 12  # ~860 KB of text per input
     bundle = load_inputs([Blob(f"log{i}.txt", big.encode()) for i in range(4)])
