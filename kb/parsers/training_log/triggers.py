@@ -14,7 +14,10 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "oom": (
         "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
         "Error: cuda runtime error",
-        "OOM when allocating", "See logs for memory state", "RESOURCE_EXHAUSTED",  # TF, XLA/JAX
+        # TensorFlow ("ResourceExhaustedError: OOM when allocating", "Resource exhausted: ...",
+        # TF 1.x "Ran out of memory trying to allocate"), XLA/JAX ("RESOURCE_EXHAUSTED: Out of
+        # memory"): pivots R and X, which other literals use already
+        "Resource", "Ran out of memory", "RESOURCE_EXHAUSTED",
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
