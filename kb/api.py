@@ -201,8 +201,8 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         warn += text_notes
         if f.symptom is None:
             extra = {b: [f"symptom_text:{w}" for w in words] for b, words in cls.items()}
-    f, gpu_notes = _derive(f, kn)
-    warn += gpu_notes
+    f, derived = _derive(f, kn)
+    warn += derived
     fallback = None
     if g.prose and f.symptom is None:
         def fallback() -> dict[str, list[str]]:  # read only when nothing else names a branch

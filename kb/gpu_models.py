@@ -171,12 +171,14 @@ def complete(facts: dict[str, Any]) -> list[str]:
     return notes
 
 
+#: how a GPU product is written in prose ("RTX 4090", "GTX 1080 Ti", "A100", "T4", "4090")
+PRODUCT = (r"(?:rtx|gtx|titan|quadro)(?:\s*(?:pro|a))?\s*\d{3,4}(?:\s*(?:ti|super|ada|blackwell))?"
+           r"|titan\s*(?:rtx|v|xp)|[a-z]{1,2}\d{1,3}[a-z]?|[2-5]0[5-9]0(?:\s*ti)?")
 #: a GPU product in prose: a vendor word or a count ("2x", "8 x") may precede it; short names
 #: (T4, L4, A10, A2) count only with one, as they are common tokens otherwise
 _NAMED = re.compile(
     r"(?<![\w-])(?P<pre>(?:nvidia|tesla|geforce)\s+|\d+\s*[x×]\s*)?"
-    r"(?P<name>(?:rtx|gtx|titan|quadro)(?:\s*(?:pro|a))?\s*\d{3,4}(?:\s*(?:ti|super|ada|blackwell))?"
-    r"|titan\s*(?:rtx|v|xp)|[a-z]{1,2}\d{1,3}[a-z]?|[2-5]0[5-9]0(?:\s*ti)?)s?(?!\w)", re.I)
+    r"(?P<name>" + PRODUCT + r")s?(?!\w)", re.I)
 
 
 def named_in(text: str) -> list[str]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-_COUNT_WORDS = {"one": 1, "single": 1, "a single": 1, "two": 2, "both": 2, "three": 3, "four": 4,
+from kb.gpu_models import PRODUCT
+
+_COUNT_WORDS = {"one": 1, "single": 1, "two": 2, "both": 2, "three": 3, "four": 4,
                 "five": 5, "six": 6, "eight": 8, "sixteen": 16, "dual": 2}
 _ZH_COUNT = {"单": 1, "一": 1, "两": 2, "双": 2, "二": 2, "三": 3, "四": 4, "八": 8}
 
@@ -39,9 +41,8 @@ def nodes(text: str) -> int | None:
 
 
 # "8 GPUs", "2x RTX 4090", "two 4090s", "4090 24GB * 6", "8*80G GPUs", "3 A6000", "4张卡"
-_GPU_NAME = (r"(?:(?:nvidia|geforce|tesla)\s+)?(?:rtx\s*|gtx\s*)?"
-             r"(?:a100|h100|h200|h800|a800|a6000|a10g?|l40s?|l4|t4|v100|p100|"
-             r"[2-5]0[5-9]0(?:\s*ti)?|[a-z]?\d{4}(?:\s*ti)?)s?")
+# (a counted product: the table's way of writing one, or a bare model number: "8 1080s", "3 A6000")
+_GPU_NAME = r"(?:(?:nvidia|geforce|tesla)\s+)?(?:" + PRODUCT + r"|[a-z]?\d{4}(?:\s*ti)?)s?"
 _GPUS = (
     re.compile(r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
                r"single)\s*(?:[x×*]\s*)?"

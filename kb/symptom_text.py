@@ -77,9 +77,9 @@ def _matches(low: str, vocab: Any) -> list[str]:
 def _longest(hits: dict[str, list[tuple[str, int, int]]]) -> dict[str, list[tuple[str, int, int]]]:
     """``hits`` less every word that lies inside a longer word of another branch's key at the
     same place: "accumulate_grad_batches" names gradient accumulation, its "accumulate" names
-    no OOM cause. Keys are cause ids or "node=answer", optionally prefixed "kind:"."""
+    no OOM cause. Keys are cause ids or "node=answer"; both start with their branch."""
     def branch(key: str) -> str:
-        return key.split(":", 1)[-1].split(".", 1)[0]
+        return key.split(".", 1)[0]
 
     spans = [(a, b, branch(k)) for k, found in hits.items() for _, a, b in found]
     out: dict[str, list[tuple[str, int, int]]] = {}
@@ -134,10 +134,10 @@ def named(text: str, kn: Knowledge) -> tuple[dict[str, list[str]], dict[str, lis
     causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words))}
     said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
             if (f := _spans(low, w.words))}
-    kept = _longest({**{f"cause:{k}": v for k, v in causes.items()},
-                     **{f"said:{k}": v for k, v in said.items()}})
-    return ({k[6:]: [w for w, _, _ in v] for k, v in kept.items() if k.startswith("cause:")},
-            {k[5:]: [w for w, _, _ in v] for k, v in kept.items() if k.startswith("said:")})
+    # a cause id ("oom.fragmentation") and an answer ("oom.where=eval") never collide
+    kept = {k: [w for w, _, _ in v] for k, v in _longest({**causes, **said}).items()}
+    return ({k: v for k, v in kept.items() if k in causes},
+            {k: v for k, v in kept.items() if k in said})
 
 
 def name_causes(text: str, kn: Knowledge) -> dict[str, list[str]]:
@@ -291,9 +291,10 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
                         ("training.model_params_billion", prose_sizes.params_billion(text)),
                         ("training.weight_bits", prose_sizes.weight_bits(text)),
                         ("training.full_parameter", prose_sizes.full_parameter(text)),
-                        ("gpu.memory_total_mib", prose_sizes.gpu_memory_gib(text))):
+                        ("gpu.memory_total_mib", None if (gib := prose_sizes.gpu_memory_gib(text))
+                         is None else gib * 1024)):
         if value is not None:
-            _set(facts, path, value * 1024 if path == "gpu.memory_total_mib" else value)
+            _set(facts, path, value)
     if branch is None and kn is not None:
         hits = classify(text, kn)
         branch = next(iter(hits), None)

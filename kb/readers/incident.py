@@ -78,10 +78,15 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     origins: dict[str, str] = {}
     conflicts: list[str] = []
     kinds: list[str] = []
+    # one pass of the line reader: its facts, and which lines are settings (kept out of prose)
+    lf = _line_facts()
+    settings = [lf.feed(line) for line in text_lines]
     log: list[str] = []
+    free: list[int] = []  # the log's lines by index, for its prose
     pos = 0
     for reg in found:
         log.extend(text_lines[pos:reg.start])
+        free.extend(range(pos, reg.start))
         pos = reg.end
         try:
             sub = get_parser(reg.fmt).parse(iter(text_lines[reg.start:reg.end]), source)
@@ -89,21 +94,20 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
             res.notes.append(f"{source}: lines {reg.start + 1}-{reg.end}: not read as {reg.fmt} "
                              f"({type(exc).__name__})")
             log.extend(text_lines[reg.start:reg.end])
+            free.extend(range(reg.start, reg.end))
             continue
         kinds.append(f"{reg.fmt} (lines {reg.start + 1}-{reg.end})")
         _take(res, sub, facts, origins, conflicts, reg.fmt)
     log.extend(text_lines[pos:])
+    free.extend(range(pos, len(text_lines)))
     # the free text (no tool's table, no command or settings): its words may name a branch
     # when nothing else does
-    res.meta["prose"] = prose(log)
+    res.meta["prose"] = prose((text_lines[i] for i in free if not settings[i]), settings_read=True)
     if any(x.strip() for x in log):
         sub = training_log.parse(log, source)
         if sub.facts:
             kinds.append("log")
         _take(res, sub, facts, origins, conflicts, "log")
-    lf = _line_facts()
-    for line in text_lines:
-        lf.feed(line)
     own = lf.finish()
     kinds.extend(lf.kinds)
     _merge(facts, own, f"{source} (stated)", origins, conflicts)
@@ -119,11 +123,12 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     return res
 
 
-def prose(lines: Iterable[str]) -> str:
-    """The free text of ``lines`` whose words may name a branch, at most PROSE_CHARS."""
+def prose(lines: Iterable[str], *, settings_read: bool = False) -> str:
+    """The free text of ``lines`` whose words may name a branch, at most PROSE_CHARS;
+    ``settings_read``: the caller's line reader has already left the settings out."""
     out: list[str] = []
     size = 0
-    for line in _prose(lines):  # lazily: a long log is read only up to the bound
+    for line in _prose(lines, settings_read):  # lazily: a long log is read only up to the bound
         out.append(line)
         size += len(line) + 1
         if size >= PROSE_CHARS:
@@ -131,15 +136,15 @@ def prose(lines: Iterable[str]) -> str:
     return "\n".join(out)[:PROSE_CHARS]
 
 
-def _prose(lines: Iterable[str]) -> Iterable[str]:
+def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
     """The lines whose words may name a branch: not a traceback's frames and their source
     lines (code says ``eval_dataloader`` in any failure), not a template question answered
     "no" (nor any template question's own words), not a launch command, arguments dump or
     setting (``torchrun``, ``--ddp_backend nccl``: they set the job up)."""
     code = False
-    config = _line_facts()
+    config = None if settings_read else _line_facts()
     for line in lines:
-        if config.feed(line):
+        if config is not None and config.feed(line):
             continue
         if _FRAME.match(line):
             code = True  # the frame's source line follows, indented
