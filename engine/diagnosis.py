@@ -25,6 +25,12 @@ from .steps import build_steps, clause_facts, graph_index
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 
+#: below this cosine a text's likeness to a cause's description is noise (vague words share a
+#: few common terms with every cause); measured on both corpora: 0.06-0.10 rank alike, 0 lets
+#: noise override the prior; a branch no word names opens on a likeness above it (README "How
+#: hypotheses are ranked")
+MIN_RESEMBLANCE = 0.08
+
 
 # Plain dataclasses: these never cross the API boundary (kb.report words them into the
 # pydantic Report), and building pydantic models here would only slow a cold start.
@@ -71,6 +77,8 @@ class CauseResult:
     said: list[str] = field(default_factory=list)
     #: confirmed causes this one sets off (its ``leads_to``), for the causal order
     leads_to: list[str] = field(default_factory=list)
+    #: how much the user's words read like the cause's own description (0..1; ranking only)
+    resemblance: float = 0.0
 
 
 @dataclass
@@ -148,18 +156,21 @@ class Reasoner:
         up = {c: set(index.ancestors.get(c, ())) for c in kn.causes}
         self._below_answer = {key: {c for c, anc in up.items() if targets & anc}
                               for key, targets in below.items()}
+        self._like: Any = None
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 
     def diagnose(self, facts: BaseModel | dict[str, Any],
                  extra_branches: dict[str, list[str]] | None = None,
-                 fallback_branches: Callable[[], dict[str, list[str]]] | None = None
-                 ) -> Diagnosis:
+                 fallback_branches: Callable[[], dict[str, list[str]]] | None = None,
+                 more_text: str = "") -> Diagnosis:
         """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
         adds branches in play (e.g. from the user's own words) with the reasons to show;
         ``fallback_branches`` gives branches (e.g. named by the artifacts' text) to open only
         when nothing else puts a branch in play and no measurement says the job is healthy;
-        it is called only then (reading a text's words is not free)."""
+        it is called only then (reading a text's words is not free). ``more_text`` is other
+        text of the inputs (an artifact's prose) read, with the user's words, for how much it
+        resembles each cause's description (ties of evidence only)."""
         if isinstance(facts, dict):
             flat = dict(facts)
             symptom_given = "symptom" in flat or "symptom_text" in flat
@@ -184,6 +195,18 @@ class Reasoner:
                         if b in self.kn.branches}
             if fallback:
                 extra = fallback
+                run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
+        text = flat.get("symptom_text")
+        # the words, and any other text of the inputs (an artifact's prose) to read like a cause
+        text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")
+        if text.strip() and not any(root in run.reached for root in self._root_branch) and (
+                symptom_given or not self._measured(flat)):
+            # still no branch: the cause whose description the text reads like, when it reads
+            # clearly like one, opens its branch (hypotheses only)
+            like = self._resemblance().scores(text, list(self.kn.causes))
+            best = max(like, key=lambda c: like[c], default=None)
+            if best is not None and like[best] >= MIN_RESEMBLANCE:
+                extra = {self.kn.causes[best].branch: [f"resembles:{best}"]}
                 run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
 
         branch_reasons: dict[str, list[str]] = {}
@@ -214,13 +237,22 @@ class Reasoner:
             r.mentioned = r.cause_id in named
             r.mention_weight = min(2, named.get(r.cause_id, 0))
             r.said = [k for k in said if r.cause_id in self._below_answer.get(k, ())]
+        if text.strip():
+            like = self._resemblance().scores(text, [r.cause_id for r in results])
+            for r in results:
+                v = like.get(r.cause_id, 0.0)
+                r.resemblance = v if v >= MIN_RESEMBLANCE else 0.0
         self._score(results)
         # among equally supported hypotheses, the branch the inputs name most strongly first:
         # one a measured fact enters, then those the words or messages name, in their order
         order = list(extra)
-        strength = {b: 0 if any(r.startswith("entry:") for r in branch_reasons[b])
-                    else 1 + order.index(b) if b in order else 0 for b in in_play}
-        results.sort(key=lambda r: self._rank(r, strength.get(r.branch, 0)))
+        entered = {b for b in in_play if any(r.startswith("entry:") for r in branch_reasons[b])}
+        # (named by a measured fact first, then by more distinct words or messages, then the
+        # order they were named in)
+        strength = {b: (0, 0, 0) if b in entered else
+                    (1, -len(extra.get(b, ())), 1 + order.index(b) if b in order else 0)
+                    for b in in_play}
+        results.sort(key=lambda r: self._rank(r, strength.get(r.branch, (0, 0, 0))))
         results = self._causal_order(results)
         next_checks = self._next_checks(results, known, in_play, state)
         status = self._status(results, in_play, symptom_given, flat)
@@ -333,7 +365,14 @@ class Reasoner:
             r.evidence = round(own - against
                                + 2 * r.signature + r.mention_weight + len(r.said), 3)
 
-    def _rank(self, r: CauseResult, branch_strength: int = 0) -> tuple:
+    def _resemblance(self) -> Any:
+        if self._like is None:
+            from .resemblance import Resemblance  # built once, on the first text
+
+            self._like = Resemblance(self.kn)
+        return self._like
+
+    def _rank(self, r: CauseResult, branch_strength: tuple[int, int, int] = (0, 0, 0)) -> tuple:
         state_order = {"confirmed": 0, "hypothesis": 1, "ruled_out": 2}[r.state]
         cause = self.kn.causes[r.cause_id]
         if r.state == "confirmed":  # confirmed: the knowledge's priority, then the evidence
@@ -342,7 +381,11 @@ class Reasoner:
         # hypotheses: the evidence; then how much of the path already holds; then the prior
         # (how common the cause is; the SOP's own causes before additions beyond it); priority
         seeded = 0 if cause.seed != "beyond-seed" else 1
-        return (state_order, -r.evidence, -r.confidence, branch_strength,
+        # when the evidence ties: the branch the inputs name with more words, then the cause
+        # whose description the words read like, then the order the branches were named in,
+        # before the prior's fixed order
+        return (state_order, -r.evidence, -r.confidence, branch_strength[:2], -r.resemblance,
+                branch_strength[2],
                 PREVALENCE_ORDER[cause.prevalence], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
 

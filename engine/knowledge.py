@@ -243,6 +243,9 @@ class BranchGraph(_Model):
     seed: str
     overview_kind: NodeKind = "problem"
     words: WordList
+    #: words that name this branch only when no other branch's words occur ("slow" is about a
+    #: slow training loop unless the text also names compile, serving or a collective)
+    weak_words: WordList = Field(default_factory=WordList)
     entry: list[Condition] = Field(default_factory=list)
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
@@ -337,6 +340,10 @@ class Knowledge(_Model):
     fact_schema: FactSchema
     #: the decision graph's queries, filled by :func:`load` (None: computed on first use)
     index: GraphIndex | None = None
+    #: the causes' descriptions as TF-IDF (:func:`engine.resemblance.describe_causes`), filled
+    #: by :func:`load` and cached with it as one JSON text: validating a string is free, and
+    #: only a diagnosis with text parses it (None: computed on first use)
+    descriptions: str | None = None
 
     def facts_model(self, groups: Any = None) -> type[BaseModel]:
         """The input model the fact schema describes (built once per knowledge). ``groups``
@@ -460,7 +467,9 @@ def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
     kn = _load_uncached(root, digest)
     from .steps import compute_index  # networkx: only when the knowledge is (re)built
 
-    kn = kn.model_copy(update={"index": compute_index(kn)})
+    from .resemblance import describe_causes
+
+    kn = kn.model_copy(update={"index": compute_index(kn), "descriptions": describe_causes(kn)})
     if cache is not None:
         _write_cache(cache, kn)
     return kn

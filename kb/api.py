@@ -21,6 +21,10 @@ from kb import __version__  # one version, kept in kb/__init__.py
 _REASONERS: dict[tuple[str, tuple[tuple[str, float], ...]], Reasoner] = {}
 
 
+#: how much of the artifacts' prose is compared with the causes' descriptions
+PROSE_FOR_RESEMBLANCE = 16384
+
+
 def check_overrides(kn: Knowledge, overrides: Mapping[str, float] | None) -> dict[str, float]:
     """Validate threshold overrides against the knowledge's threshold ids."""
     out: dict[str, float] = {}
@@ -210,12 +214,19 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
 
             return {b: [f"artifact_text:{w}" for w in words]
                     for b, words in text_branches(g.prose, kn).items()}
-    d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback)
+    # the artifacts' own prose also reads like a cause or not (ties of evidence only); its
+    # head is enough and bounds the work
+    d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback,
+                   more_text=g.prose[:PROSE_FOR_RESEMBLANCE])
     for b, why in d.branch_reasons.items():  # say why a branch opened on the text alone
         words = [w.split(":", 1)[1] for w in why if w.startswith("artifact_text:")]
         if words:
             warn.append(f"artifact text: {b} <- " + ", ".join(f"'{w}'" for w in words)
                         + " (no fact or message put a branch in play; hypotheses only)")
+        like = [w.split(":", 1)[1] for w in why if w.startswith("resembles:")]
+        if like:
+            warn.append(f"text: {b} <- reads like '{kn.causes[like[0]].title.get(lang)}' (no word, "
+                        "fact or message named a branch; hypotheses only)")
     rep = ReportBuilder(kn, lang, r.overrides).build(
         d, f, warnings=warn, inputs=dict(g.sources), kb_version=__version__,
         conflicts=g.conflicts)

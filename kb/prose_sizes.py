@@ -44,7 +44,9 @@ def nodes(text: str) -> int | None:
 # (a counted product: the table's way of writing one, or a bare model number: "8 1080s", "3 A6000")
 _GPU_NAME = r"(?:(?:nvidia|geforce|tesla)\s+)?(?:" + PRODUCT + r"|[a-z]?\d{4}(?:\s*ti)?)s?"
 _GPUS = (
-    re.compile(r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
+    # not a model number after its family ("RTX 4090 GPUs" is no count of 4090)
+    re.compile(r"(?<![0-9A-Za-z_.])(?<!rtx\s)(?<!gtx\s)(?<!rtx)(?<!gtx)(?<!titan\s)(?<!quadro\s)"
+               r"(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
                r"single)\s*(?:[x×*]\s*)?"
                r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME
                + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])", re.I),

@@ -23,6 +23,20 @@ def _norm(text: str) -> str:
     return " ".join(re.sub(r"[-_]", " ", text.lower()).split())
 
 
+#: a lower-case prefix joined to a capitalised word, as C APIs name things: "ncclSystemError",
+#: "cudaErrorMemoryAllocation" (not "vLLM", "NaN", "OutOfMemoryError")
+_PREFIX_JOIN = re.compile(r"(?<![A-Za-z])([a-z]{3,})(?=[A-Z][a-z])")
+_JOINED = re.compile(r"(?<![A-Za-z])[a-z]{3,}[A-Z][a-z]\w*")
+
+
+def _norm_text(text: str) -> str:
+    """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
+    also reads "nccl systemerror"): the whole name still matches as written."""
+    low = _norm(text)
+    parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
+    return low + " \n " + _norm(" ; ".join(parts)) if parts else low
+
+
 @lru_cache(maxsize=4096)  # every branch's and cause's words, on every diagnosis with text
 def _ascii_word(w: str) -> re.Pattern[str]:
     w = _norm(w)
@@ -58,9 +72,9 @@ def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
         if wl.isascii():
             # a plain substring test first (C speed): most words are absent; the regex then
             # checks word edges and inflections ("diverg" is in "diverging")
-            if _stem(wl) not in low:
+            if _stem(w) not in low:
                 continue
-            m = _ascii_word(wl).search(low)
+            m = _ascii_word(w).search(low)
             if m and m.span() not in seen:
                 seen.add(m.span())
                 found.append((w, *m.span()))
@@ -97,12 +111,19 @@ def _longest(hits: dict[str, list[tuple[str, int, int]]]) -> dict[str, list[tupl
 def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{branch: [matched words]}`` for every branch whose vocabulary (en or zh) occurs in
     ``text``, best match first."""
-    low = _norm(text)
-    hits: dict[str, list[str]] = {}
-    for b in kn.branches.values():
-        words = _matches(low, b.words)
-        if words:
-            hits[b.id] = words
+    low = _norm_text(text)
+    strong = {b.id: f for b in kn.branches.values() if (f := _spans(low, b.words))}
+    weak = {b.id: f for b in kn.branches.values() if (f := _spans(low, b.weak_words))}
+    found = {b: strong.get(b, []) + weak.get(b, []) for b in kn.branches if b in strong or b in weak}
+    # "slow" inside another branch's "generation is slow" names only that branch, and inside
+    # its own branch's "very slow" it is the same word, not a second one
+    hits = {b: [w for w, a, e in f if not any(a2 <= a and e <= e2 and e2 - a2 > e - a
+                                               for _, a2, e2 in f)]
+            for b, f in _longest(found).items()}
+    named_strongly = {b for b, f in hits.items() if set(f) - {w for w, _, _ in weak.get(b, [])}}
+    if named_strongly:
+        # a weak word names its branch only when no other branch is named
+        hits = {b: f for b, f in hits.items() if b in named_strongly}
     return dict(sorted(hits.items(), key=lambda kv: -len(kv[1])))
 
 
@@ -130,7 +151,7 @@ def named(text: str, kn: Knowledge) -> tuple[dict[str, list[str]], dict[str, lis
     words, and the answers to the graph's questions it gives (the branch files' ``said``). A
     word inside a longer word of another cause or answer at the same place counts for the
     longer one only. Ranking evidence, never a decided step or a confirmed cause."""
-    low = _norm(text)
+    low = _norm_text(text)
     causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words))}
     said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
             if (f := _spans(low, w.words))}

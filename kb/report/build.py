@@ -123,7 +123,8 @@ class ReportBuilder:
                            confidence=r.confidence,
                            holding=self.evidence_list(r.conditions),
                            missing=r.missing, evidence=r.evidence, signature=r.signature,
-                           mentioned=r.mentioned, said=list(r.said)) for r in d.hypotheses]
+                           mentioned=r.mentioned, said=list(r.said),
+                           resemblance=r.resemblance) for r in d.hypotheses]
         ruled = [RuledOut(cause_id=r.cause_id, branch=r.branch,
                           title=self.kn.causes[r.cause_id].title.get(self.lang),
                           because=self._because(r))

@@ -83,6 +83,9 @@ class Hypothesis(_Out):
     signature: bool = False
     mentioned: bool = False
     said: list[str] = Field(default_factory=list)
+    #: how much the user's words read like the cause's own description (TF-IDF cosine, 0
+    #: below noise); breaks ties of evidence, never confirms
+    resemblance: float = 0.0
 
 
 class RuledOut(_Out):

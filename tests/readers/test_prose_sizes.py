@@ -138,6 +138,8 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("trained on 8 V100s", 8),
     # near-misses: a product named, no count
     ("Llama-2 7B on my RTX 4090", None), ("A100 80GB", None), ("epoch 2 of 8", None),
+    # a model number after its family is no count
+    ("a server with multiple RTX 4090 GPUs", None), ("GTX 1080 gpu", None),
 ])
 def test_gpu_count(text: str, n: int | None) -> None:
     assert gpu_count(text) == n

@@ -159,3 +159,40 @@ def test_three_letter_words_take_a_plural() -> None:
     kn = load_knowledge()
     assert "numerics" in classify("scaled_dot_product_attention returns NaNs", kn)
     assert "numerics" not in classify("the nanny script", kn)
+
+
+@pytest.mark.parametrize("text,branch,named", [
+    # NCCL's result names (src/nccl.h.in: ncclSystemError, ncclInternalError) as users paste them
+    ("ncclSystemError: System call (socket, malloc, munmap, etc) failed", "nccl", True),
+    ("RuntimeError: ncclInternalError: Internal check failed.", "nccl", True),
+    # the whole name still matches as the knowledge writes it
+    ("40 ms in cudaStreamSynchronize every step", "gpu_util", True),
+    # near-misses: no lower-case prefix joined to a capitalised word
+    ("vLLM prints NaN", "nccl", False),
+    ("the ncclsystem is fine", "nccl", False),
+])
+def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) -> None:
+    from kb.loaded import load_knowledge
+
+    kn = load_knowledge()
+    hits = classify(text, kn)
+    if branch == "gpu_util":
+        from kb.symptom_text import name_causes
+
+        assert ("gpu_util.host_sync_in_loop" in name_causes(text, kn)) is named
+    else:
+        assert (branch in hits) is named
+
+
+@pytest.mark.parametrize("text,branch", [
+    ("ollama answers the chats one by one", "inference"),
+    ("llama.cpp server reprocesses the whole prompt", "inference"),
+    ("the average decoding speed decreases as clients grow", "inference"),
+    ("GPU utility is only around 30% during sampling", "gpu_util"),
+    ("the optimizer step is terribly slow", "gpu_util"),
+    ("the epoch is taking too long", "gpu_util"),
+])
+def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
+    from kb.loaded import load_knowledge
+
+    assert next(iter(classify(text, load_knowledge()))) == branch
