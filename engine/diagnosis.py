@@ -252,7 +252,13 @@ class Reasoner:
         strength = {b: (0, 0, 0) if b in entered else
                     (1, -len(extra.get(b, ())), 1 + order.index(b) if b in order else 0)
                     for b in in_play}
-        results.sort(key=lambda r: self._rank(r, strength.get(r.branch, (0, 0, 0))))
+        # a branch named less than half as much as the most named one (a setting's word, "bf16",
+        # beside five words of a hang) has its hypotheses after the others, whatever their
+        # evidence: its facts are the setup's, not the symptom's
+        most = max((len(extra.get(b, ())) for b in in_play), default=0)
+        aside = {b for b in in_play if b not in entered and 2 * len(extra.get(b, ())) < most}
+        results.sort(key=lambda r: (r.state != "confirmed" and r.branch in aside,
+                                    self._rank(r, strength.get(r.branch, (0, 0, 0)))))
         results = self._causal_order(results)
         next_checks = self._next_checks(results, known, in_play, state)
         status = self._status(results, in_play, symptom_given, flat)

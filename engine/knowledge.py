@@ -412,7 +412,7 @@ def _digest(root: Path) -> str:
     return h.hexdigest()[:20]
 
 
-#: how many cached knowledge versions to keep (each is one JSON file of ~0.3 MB)
+#: how many cached knowledge versions to keep (each is one JSON file of ~1.2 MB)
 CACHE_KEEP = 8
 
 

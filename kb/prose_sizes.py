@@ -47,7 +47,7 @@ _GPUS = (
     # not a model number after its family ("RTX 4090 GPUs" is no count of 4090)
     re.compile(r"(?<![0-9A-Za-z_.])(?<!rtx\s)(?<!gtx\s)(?<!rtx)(?<!gtx)(?<!titan\s)(?<!quadro\s)"
                r"(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
-               r"single)\s*(?:[x×*]\s*)?"
+               r"single)(?!\d)\s*(?:[x×*]\s*)?"
                r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME
                + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])", re.I),
     re.compile(r"(?<![0-9A-Za-z_])" + _GPU_NAME

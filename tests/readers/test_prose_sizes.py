@@ -140,6 +140,8 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("Llama-2 7B on my RTX 4090", None), ("A100 80GB", None), ("epoch 2 of 8", None),
     # a model number after its family is no count
     ("a server with multiple RTX 4090 GPUs", None), ("GTX 1080 gpu", None),
+    # a long number is no count followed by a model number ("996" + "1472")
+    ("a bf16 array of size 9961472 on 2 GPUs", 2),
 ])
 def test_gpu_count(text: str, n: int | None) -> None:
     assert gpu_count(text) == n

@@ -89,3 +89,17 @@ def test_oom_on_one_rank_then_timeout_on_the_others() -> None:
     assert ids[0] == "oom.eval_no_grad" and "nccl.rank_desync_timeout" in ids
     assert rep.findings[0].leads_to == ["nccl.rank_desync_timeout"]
     assert rep.branches[0] == "oom"
+
+
+def test_a_branch_named_by_a_setting_alone_comes_after_the_symptoms_branch() -> None:
+    # five words name the hang; "bf16" (a setting) names numerics and gives its causes a
+    # holding dtype fact: still the collective's causes come first
+    text = "NCCL allgather deadlock: all ranks hang in the collective; the tensor is a bf16 array"
+    rep = kb.diagnose({"symptom_text": text})
+    assert rep.branches[0] == "nccl"
+    order = [h.branch for h in rep.hypotheses]
+    assert "numerics" in order and order.index("numerics") > max(
+        i for i, b in enumerate(order) if b == "nccl")
+    # near-miss: where bf16 sits beside the symptom's own words, numerics leads
+    rep = kb.diagnose({"symptom_text": "loss goes nan with bf16 on 8 gpus with ddp"})
+    assert rep.hypotheses[0].branch == "numerics"
