@@ -81,3 +81,12 @@ def test_two_words_of_a_cause_weigh_more_than_one() -> None:
     ev = {h.cause_id: h.evidence for h in rep.hypotheses}
     # capped at two: three words count as two
     assert ev[a.id] - ev[b.id] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("the machine ran short of RAM", True),
+    ("48 GB of VRAM is full", False),       # a whole word only: VRAM is the card's
+    ("the program stops", False),
+])
+def test_ram_is_host_memory(text: str, named: bool) -> None:
+    assert ("oom.host_ram_oom" in name_causes(text, KN)) is named
