@@ -199,11 +199,12 @@ class Reasoner:
         text = flat.get("symptom_text")
         # the words, and any other text of the inputs (an artifact's prose) to read like a cause
         text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")
+        like: dict[str, float] | None = None  # the text against every cause, read once
         if text.strip() and not any(root in run.reached for root in self._root_branch) and (
                 symptom_given or not self._measured(flat)):
             # still no branch: the cause whose description the text reads like, when it reads
             # clearly like one, opens its branch (hypotheses only)
-            like = self._resemblance().scores(text, list(self.kn.causes))
+            like = self._resemblance().scores(text, self.kn.causes)
             best = max(like, key=lambda c: like[c], default=None)
             if best is not None and like[best] >= MIN_RESEMBLANCE:
                 extra = {self.kn.causes[best].branch: [f"resembles:{best}"]}
@@ -238,7 +239,8 @@ class Reasoner:
             r.mention_weight = min(2, named.get(r.cause_id, 0))
             r.said = [k for k in said if r.cause_id in self._below_answer.get(k, ())]
         if text.strip():
-            like = self._resemblance().scores(text, [r.cause_id for r in results])
+            if like is None:
+                like = self._resemblance().scores(text, [r.cause_id for r in results])
             for r in results:
                 v = like.get(r.cause_id, 0.0)
                 r.resemblance = v if v >= MIN_RESEMBLANCE else 0.0

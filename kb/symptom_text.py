@@ -83,11 +83,6 @@ def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
     return found
 
 
-def _matches(low: str, vocab: Any) -> list[str]:
-    """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`."""
-    return [w for w, _, _ in _spans(low, vocab)]
-
-
 def _longest(hits: dict[str, list[tuple[str, int, int]]]) -> dict[str, list[tuple[str, int, int]]]:
     """``hits`` less every word that lies inside a longer word of another branch's key at the
     same place: "accumulate_grad_batches" names gradient accumulation, its "accumulate" names
