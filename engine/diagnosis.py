@@ -205,8 +205,8 @@ class Reasoner:
             # still no branch: the cause whose description the text reads like, when it reads
             # clearly like one, opens its branch (hypotheses only)
             like = self._resemblance().scores(text, self.kn.causes)
-            best = max(like, key=lambda c: like[c], default=None)
-            if best is not None and like[best] >= MIN_RESEMBLANCE:
+            best = self._likest(like)
+            if best is not None:
                 extra = {self.kn.causes[best].branch: [f"resembles:{best}"]}
                 run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
 
@@ -372,6 +372,22 @@ class Reasoner:
             against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists")
             r.evidence = round(own - against
                                + 2 * r.signature + r.mention_weight + len(r.said), 3)
+
+    def _likest(self, like: dict[str, float]) -> str | None:
+        """The cause whose branch the text reads most like: the branch whose causes together
+        (its three likest) resemble the text most, then its likest cause; None when no cause
+        reaches the threshold. One cause alone can share two rare words with a short text
+        by chance (a table's "bs" and "step"); several siblings rarely do."""
+        by_branch: dict[str, list[float]] = {}
+        for cid, v in like.items():
+            by_branch.setdefault(self.kn.causes[cid].branch, []).append(v)
+        by_branch = {b: v for b, v in by_branch.items() if max(v) >= MIN_RESEMBLANCE}
+        if not by_branch:
+            return None
+        branch = max(by_branch, key=lambda b: (round(sum(sorted(by_branch[b])[-3:]), 6),
+                                               -list(self.kn.branches).index(b)))
+        return max((c for c in like if self.kn.causes[c].branch == branch and
+                    like[c] >= MIN_RESEMBLANCE), key=lambda c: (like[c], c))
 
     def _resemblance(self) -> Any:
         if self._like is None:

@@ -107,6 +107,7 @@ ANY: dict[str, tuple[str, Conv]] = {
     "chunked_prefill_size": ("inference.enable_chunked_prefill", _chunk),
     "disable_radix_cache": ("inference.enable_prefix_caching", _not),
     "disable_cuda_graph": ("inference.enforce_eager", _bool),
+    "disable_decode_cuda_graph": ("inference.enforce_eager", _bool),  # SGLang 0.5.x
     "speculative_algorithm": ("inference.speculative", _present),
     # launchers: torchrun / deepspeed / accelerate (https://docs.pytorch.org/docs/stable/elastic/run.html)
     "nnodes": ("distributed.nnodes", _count),
@@ -167,11 +168,14 @@ TRAIN: dict[str, tuple[str, Conv]] = {
 BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
                  if conv in (_bool, _not) or k in ("bf16", "fp16", "half"))
 
-_SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve")
+# Aphrodite is a vLLM fork with vLLM's flags ("aphrodite run <model>"): its engine is left unset,
+# so the causes written for vLLM apply
+_SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve"
+                          r"|aphrodite\s+run|aphrodite\.endpoints")
 _ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"))
 #: a launch command: the launcher after an optional prompt, env prefix or wrapper
 LAUNCH = re.compile(
-    r"(?:^|[\s;&|(`])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve"
+    r"(?:^|[\s;&|(`])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
     r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
 )
 

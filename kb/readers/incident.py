@@ -47,6 +47,13 @@ _TEMPLATE_Q = re.compile(r"^[^?\n]{3,120}\?\s*:\s*")
 #: a form's label left empty or "N/A" ("- GCC version (if compiling from source): N/A",
 #: "Build command you used (if compiling from source):"): the template's words, nothing said
 _EMPTY_FIELD = re.compile(r"^\s*[-*]?\s*[^:]{2,120}:\s*(?:n/?a|none|no|-|<[^>]*>)?\s*$", re.I)
+#: an environment field, filled in ("- PyTorch version: 1.4.0", "Operating System: Ubuntu 18.04",
+#: "Python: 3.7.5"): the setup's versions, not the symptom ("version" would read like a version
+#: mismatch)
+_ENV_FIELD = re.compile(
+    r"^\s*[-*]?\s*(?:[^:?\n]{0,60}\bversions?\b[^:?\n]{0,40}|OS|Operating System|Platform|Python"
+    r"|GPU models? and configuration|How you installed [^:\n]{0,60}|Is CUDA available"
+    r"|Nvidia driver|Driver|GCC|CMake|Libc)\s*:\s*\S", re.I)
 #: a Python traceback's frame line
 _FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 #: notes the sub-parsers write when a region they were handed holds nothing they know
@@ -139,7 +146,8 @@ def prose(lines: Iterable[str], *, settings_read: bool = False) -> str:
 def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
     """The lines whose words may name a branch: not a traceback's frames and their source
     lines (code says ``eval_dataloader`` in any failure), not a template question answered
-    "no" (nor any template question's own words), not a launch command, arguments dump or
+    "no" (nor any template question's own words), not an environment field's versions, not a
+    launch command, arguments dump or
     setting (``torchrun``, ``--ddp_backend nccl``: they set the job up)."""
     code = False
     config = None if settings_read else _line_facts()
@@ -153,7 +161,7 @@ def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
             code = False
             continue
         code = False
-        if not _DENIED.search(line) and not _EMPTY_FIELD.match(line):
+        if not _DENIED.search(line) and not _EMPTY_FIELD.match(line) and not _ENV_FIELD.match(line):
             yield _TEMPLATE_Q.sub("", line, count=1)
 
 

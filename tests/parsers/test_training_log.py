@@ -354,14 +354,32 @@ def test_load_inputs_maps_regular_files_and_streams_pipes(tmp_path) -> None:
     # TF 1.x BFC allocator failure (tensorflow/core/common_runtime/bfc_allocator.cc)
     "2017-03-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:275] Ran out "
     "of memory trying to allocate 392.00MiB.  See logs for memory state.",
+    # TF 2.x BFC allocator failure (bfc_allocator.cc, AllocateRawInternal: "(rounded to N)"
+    # then the op's name; the "not a failure" warning below has neither)
+    "2021-12-03 08:48:43.805276: W tensorflow/core/common_runtime/bfc_allocator.cc:457] Allocator "
+    "(GPU_0_bfc) ran out of memory trying to allocate 73.50MiB (rounded to 77070336)requested by op Mul",
     # XLA / JAX
     "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
     "allocate 33762398024 bytes.",
+    # older XLA status wording (tensorflow::Status before the upper-case codes)
+    "E external/org_tensorflow/tensorflow/compiler/xla/python/local_client.cc:672] Execution of "
+    "replica 0 failed: Resource exhausted: Out of memory while trying to allocate 5520758552 bytes.",
 ])
 def test_tensorflow_and_xla_ooms_are_ooms(line: str) -> None:
     a, b = _both(line + "\n")
     assert same(a, b)
     assert a["oom"]["occurred"] is True
+
+
+def test_tensorflows_memory_dump_means_an_oom() -> None:
+    # bfc_allocator.cc DumpMemoryLog: printed after a failed allocation only
+    lines = ("2018-01-01 10:00:00.000000: I tensorflow/core/common_runtime/bfc_allocator.cc:678] Chunk "
+             "at 0x1306930000 of size 589824\n"
+             "2018-01-01 10:00:00.000000: I tensorflow/core/common_runtime/bfc_allocator.cc:687] Free "
+             "at 0x13068a0000 of size 589824\n")
+    a, b = _both(lines)
+    assert same(a, b)
+    assert a["oom"]["occurred"] is True and "count" not in a["oom"]
 
 
 def test_tensorflows_not_a_failure_warning_is_no_oom() -> None:

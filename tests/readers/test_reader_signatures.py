@@ -98,3 +98,72 @@ def test_other_process_needs_this_process_listed_too(message: str, fires: bool) 
     m = Matcher()
     m.scan(message)
     assert ("oom.other_process_on_gpu" in [h.cause for h in m.found()]) is fires
+
+
+@pytest.mark.parametrize(("message", "cause", "fact"), [
+    # torch/csrc/DataLoader.cpp, THPModule_errorIfAnyWorkerFails (the main process's side of a
+    # worker's SIGBUS)
+    ("RuntimeError: DataLoader worker (pid 572) is killed by signal: Bus error. It is possible that "
+     "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+     "gpu_util.dev_shm_too_small", ("dataloader", "worker_bus_error")),
+    # the same file, the worker's own handler
+    ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+     "gpu_util.dev_shm_too_small", ("dataloader", "worker_bus_error")),
+    # cudaErrorECCUncorrectable's text (CUDA runtime API), as PyTorch raises it
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
+     "gpu_util.gpu_hardware_errors", ("gpu", "ecc_uncorrectable")),
+    # c10/core/impl/alloc_cpu.cpp: a host allocation that failed
+    ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: "
+     "you tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)",
+     "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+])
+def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str, str]) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert cause in [h.cause for h in m.found()]
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert facts[fact[0]][fact[1]] is True
+
+
+@pytest.mark.parametrize("message", [
+    # a worker killed by another signal is no shared-memory problem (DataLoader.cpp adds the
+    # shm sentence for SIGBUS only)
+    "RuntimeError: DataLoader worker (pid 4021) is killed by signal: Killed.",
+    "RuntimeError: DataLoader worker (pid(s) 1234) exited unexpectedly",
+    # a correctable ECC count is no failure
+    "Volatile ECC Errors: Single Bit Device Memory: 3",
+])
+def test_worker_and_hardware_near_misses(message: str) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert not {"gpu_util.dev_shm_too_small", "gpu_util.gpu_hardware_errors"} & {h.cause for h in m.found()}
+
+
+@pytest.mark.parametrize("message", [
+    # torch/distributed/elastic/multiprocessing/errors/__init__.py (ProcessFailure)
+    "  traceback : Signal 9 (SIGKILL) received by PID 12345",
+    # deepspeed/launcher/launch.py, sigkill_handler
+    "[2023-11-28 10:00:34,590] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
+    "'train.py', '--local_rank=0'] exits with return code = -9",
+])
+def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert "oom.host_ram_oom" in [h.cause for h in m.found()]
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert "host_oom_killed" not in facts.get("oom", {})  # a scheduler kills with SIGKILL too
+    rep = kb.diagnose(inputs=[message + "\n"])
+    assert not rep.findings and rep.hypotheses[0].cause_id == "oom.host_ram_oom"
+
+
+@pytest.mark.parametrize("message", [
+    # near-misses: another signal, another exit code
+    "  traceback : Signal 15 (SIGTERM) received by PID 12345",
+    "[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', 'train.py'] exits with return code = 1",
+])
+def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert "oom.host_ram_oom" not in [h.cause for h in m.found()]

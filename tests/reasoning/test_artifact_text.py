@@ -145,3 +145,19 @@ def test_the_text_is_read_only_when_nothing_else_names_a_branch() -> None:
 
     d = r.diagnose({"symptom_text": "it broke"}, fallback_branches=names_numerics)
     assert called and d.branches == ["numerics"]
+
+
+def test_an_environment_list_names_no_branch() -> None:
+    # issue-template environment fields (their versions are the setup, not the symptom): alone
+    # they must not read like "versions differ across ranks"
+    for env in ("Operating System: Ubuntu 18.04\nPython: 3.7.5\n"
+                "Pytorch version: torch==1.4.0, torchvision==0.5.0\n",
+                "- OS: Ubuntu\n- PyTorch version:'0.4.0a0+33bb849'\n- Python version: 3.5\n"
+                "- CUDA/cuDNN version: 8.0/7.0\n- GPU models and configuration: 2x 1080 Ti\n"):
+        rep = kb.diagnose(inputs=[env])
+        assert rep.status == "inconclusive" and rep.branches == [], env
+    # near-miss: a sentence about versions that is the reporter's own still counts as text
+    from kb.readers.incident import prose
+
+    said = "the NCCL version differs between the two nodes and the job hangs"
+    assert prose([said, "Python: 3.10"]) == said

@@ -96,3 +96,30 @@ def test_the_cached_descriptions_are_the_knowledges_own() -> None:
     cached = json.loads(kn.descriptions)
     assert cached == json.loads(describe_causes(kn))
     assert set(cached["vectors"]) == set(kn.causes)
+
+
+def test_a_branch_opens_on_its_causes_together_not_one_chance_match() -> None:
+    # one cause a little ahead alone (two rare words shared by chance) loses to a branch whose
+    # several causes all read like the text; a branch whose best is below the floor never opens
+    from kb.api import reasoner
+
+    kn = load_knowledge()
+    r = reasoner(kn)
+    like = {"inference.sglang_cuda_graph_off": 0.14, "numerics.grad_scaler_skipping": 0.11,
+            "numerics.grad_accum_scaling": 0.07, "numerics.lr_too_high": 0.065}
+    assert r._likest(like) == "numerics.grad_scaler_skipping"
+    # alone, the single match still opens its branch
+    assert r._likest({"inference.sglang_cuda_graph_off": 0.14}) == "inference.sglang_cuda_graph_off"
+    # many weak ones below the floor: nothing
+    assert r._likest({"numerics.lr_too_high": 0.07, "numerics.grad_accum_scaling": 0.07,
+                      "numerics.zero_token_loss": 0.07}) is None
+
+
+def test_a_table_of_training_losses_reads_like_numerics() -> None:
+    # a pasted results table (batch sizes, accumulation, losses) from a gradient-accumulation
+    # report (hiyouga/LLaMA-Factory): it shares "bs" and "step" with a serving cause's flags,
+    # but the numerics causes together read more like it
+    text = ("| GPU | per device bs | gradient acc | Initial loss | 100-step loss |\n"
+            "| 4 | 16 | 2 | 6.4 | 1.8 |\n| 4 | 1 | 32 | 138 | 33.13 |\n")
+    rep = kb.diagnose(inputs=[text])
+    assert rep.branches[:1] == ["numerics"]

@@ -35,13 +35,21 @@ _OOM_OLD = re.compile(
 #: (tensorflow/core/framework/op_kernel.cc) and TF 1.x's BFC allocator failure "Ran out of memory
 #: trying to allocate X. See logs for memory state." (common_runtime/bfc_allocator.cc; its
 #: "... The caller indicates that this is not a failure" warning is none); XLA/JAX's
-#: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes"
+#: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" (older XLA: "Resource
+#: exhausted: Out of memory ..."); TF 2.x's BFC failure "Allocator (GPU_0_bfc) ran out of memory
+#: trying to allocate 73.50MiB (rounded to 77070336)requested by op Mul" (the "(rounded to N)"
+#: is only in the failure, not in the "not a failure" warning)
 _OOM_BARE = re.compile(
     r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
     r"|Cuda failure 'out of memory'|(?:CUDA|HIP|XPU) out of memory|MPS backend out of memory"
     r"|OOM when allocating tensor with shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
-    r"|RESOURCE_EXHAUSTED: Out of memory (?:while trying to allocate|allocating)"
+    r"|ran out of memory trying to allocate \S+ \(rounded to \d+\)"
+    r"|(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating)"
 )
+#: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
+#: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even
+#: when the failure line itself was not pasted
+_BFC_DUMP = re.compile(r"bfc_allocator\.cc:\d+\] (?:Chunk|Free) at [0-9a-fA-Fx]+ of size \d+")
 _BACKWARD_FRAME = re.compile(r"\bin backward\s*$|\.backward\(")
 
 
@@ -54,6 +62,8 @@ def oom(sc: LogScanner, line: str) -> None:
     m_new = _OOM_NEW.search(line)
     m_old = None if m_new else _OOM_OLD.search(line)
     if not (m_new or m_old or _OOM_BARE.search(line)):
+        if _BFC_DUMP.search(line):
+            set_fact(sc.facts, "oom.occurred", True)
         return
     sc.oom_count += 1
     set_fact(sc.facts, "oom.occurred", True)

@@ -15,9 +15,12 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
         "Error: cuda runtime error",
         # TensorFlow ("ResourceExhaustedError: OOM when allocating", "Resource exhausted: ...",
-        # TF 1.x "Ran out of memory trying to allocate"), XLA/JAX ("RESOURCE_EXHAUSTED: Out of
+        # TF 1.x "Ran out of memory trying to allocate", TF 2.x "Allocator (GPU_0_bfc) ran out
+        # of memory trying to allocate"), XLA/JAX ("RESOURCE_EXHAUSTED: Out of
         # memory"): pivots R and X, which other literals use already
         "Resource", "Ran out of memory", "RESOURCE_EXHAUSTED",
+        "Allocator (",  # TF 2.x: "Allocator (GPU_0_bfc) ran out of memory trying to allocate"
+        "] Chunk at ", "] Free at ",  # TF's BFC memory dump, printed only after a failure
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
