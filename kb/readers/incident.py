@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from kb.readers.signatures import Matcher, apply
+from kb.readers.signatures import MAX_UNWRAP_CHARS, Matcher, apply, unwrapped
 
 if TYPE_CHECKING:
     from kb.parsers.base import ParseResult
@@ -120,7 +120,10 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     _merge(facts, own, f"{source} (stated)", origins, conflicts)
     res.notes.extend(f"{source}: two regions disagree: {c}" for c in conflicts)
     matcher = Matcher()
-    matcher.scan("\n".join(text_lines))
+    whole = "\n".join(text_lines)
+    matcher.scan(whole)
+    if len(whole) <= MAX_UNWRAP_CHARS:  # a pasted message may be hard-wrapped
+        matcher.scan(unwrapped("\n".join(x.rstrip("\r\n") for x in text_lines)))
     apply(facts, matcher.found(), res.notes, source)
     res.facts = trim(facts)
     if kinds:
@@ -191,6 +194,7 @@ class Tap:
         self._pending = bytearray()
         self._lines: LineFacts = _line_facts()
         self._line_bytes = 0
+        self._unwrapped_bytes = 0
         self._matcher = Matcher()
 
     def wrap(self, stream: Any) -> "Tap":
@@ -231,6 +235,9 @@ class Tap:
     def _look(self, block: bytes) -> None:
         text = block.decode("utf-8", "replace")
         self._matcher.scan(text)
+        if self._unwrapped_bytes < MAX_UNWRAP_CHARS:  # its head may be a hard-wrapped paste
+            self._unwrapped_bytes += len(block)
+            self._matcher.scan(unwrapped(text))
         if self._line_bytes < TAP_LINE_BYTES:
             self._line_bytes += len(block)
             for line in text.splitlines():

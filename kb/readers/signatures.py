@@ -24,6 +24,8 @@ MAX_HITS = 2000
 MAX_PLAIN_LINES = 20_000
 #: literals shorter than this do not narrow the search enough to be worth it
 MIN_LITERAL = 4
+#: a pasted text up to this size is also read with its hard-wrapped lines joined
+MAX_UNWRAP_CHARS = 256 * 1024
 
 _META = set(".^$*+?{}[]|()")
 _ESCAPED_LITERAL = set(".^$*+?{}[]|()\\/-: '\"#%&,;<=>@!`~")
@@ -194,6 +196,17 @@ def _line_at(text: str, pos: int) -> tuple[int, int]:
     start = text.rfind("\n", 0, pos) + 1
     end = text.find("\n", pos)
     return start, (len(text) if end < 0 else end)
+
+
+_WRAPPED = re.compile(r"(?<=\S)[ \t]*\n[ \t]*(?=[a-z(])")  # never across a blank line
+
+
+def unwrapped(text: str) -> str:
+    """``text`` with hard-wrapped lines joined: a line break followed by a lower-case word or
+    "(" continues the sentence before it (a message pasted from a narrow terminal or an email,
+    "... killed by signal: Bus\\nerror. It is possible ..."). Only for signatures, never for
+    line-based readers (a log's "loss: 0.3" lines start in lower case too)."""
+    return _WRAPPED.sub(" ", text)
 
 
 class Matcher:

@@ -37,6 +37,12 @@ CASES = [
      {"inference": {"engine": "sglang", "gpu_memory_utilization": 0.7, "max_num_seqs": 64,
                     "enable_chunked_prefill": False, "enable_prefix_caching": False, "tensor_parallel_size": 2,
                     "enforce_eager": True}}),
+    # Aphrodite (a vLLM fork, vLLM's flags): "aphrodite run <model>"; its engine stays unnamed
+    ("aphrodite run Qwen/Qwen2.5-Coder-7B-Instruct-AWQ --max-model-len 5000 --max-num-seqs 1 --enforce-eager -tp 2",
+     {"inference": {"max_model_len": 5000, "max_num_seqs": 1, "enforce_eager": True, "tensor_parallel_size": 2}}),
+    # SGLang 0.5.x turns only the decode graphs off with its own flag
+    ("python -m sglang.launch_server --model-path my-model --disable-decode-cuda-graph",
+     {"inference": {"engine": "sglang", "enforce_eager": True}}),
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     ("NCCL_DEBUG=INFO torchrun --nnodes=2 --nproc_per_node=8 --rdzv_endpoint=host:29500 train.py \\\n"
      "    --bf16 --dataloader_num_workers 8 --per_device_train_batch_size 4 \\\n"

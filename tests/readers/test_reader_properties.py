@@ -81,3 +81,16 @@ def test_hostile_input_is_bounded() -> None:
     t0 = time.perf_counter()
     _read(text)
     assert time.perf_counter() - t0 < 20
+
+
+@given(st.text(alphabet=st.sampled_from("aZ( \t\n.:"), max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_unwrapping_only_turns_line_breaks_into_spaces(text: str) -> None:
+    from kb.readers.signatures import unwrapped
+
+    out = unwrapped(text)
+    # the same words in the same order, never more text, never a new line break
+    assert out.split() == text.split()
+    assert len(out) <= len(text) and out.count("\n") <= text.count("\n")
+    # a blank line (a paragraph's end) is never joined across
+    assert out.count("\n\n") == text.count("\n\n")

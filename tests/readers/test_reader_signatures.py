@@ -167,3 +167,57 @@ def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
     m = Matcher()
     m.scan(message)
     assert "oom.host_ram_oom" not in [h.cause for h in m.found()]
+
+
+@pytest.mark.parametrize(("message", "sets"), [
+    # NCCL src/os/linux.cc (src/misc/shmutils.cc before 2.27), ncclOsShmOpen's fail path
+    ("node1:2145:2301 [1] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-pZafXL "
+     "(size 9637888), error: No space left on device (28)", True),
+    # older wording without the errno: evidence, but no proof that /dev/shm is full
+    ("node1:2145:2301 [1] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-HNdBqY "
+     "(size 9637888)", False),
+])
+def test_nccls_shared_memory_segment_failure(message: str, sets: bool) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert "nccl.shm_too_small" in [h.cause for h in m.found()]
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert (facts.get("distributed", {}).get("shm_error") is True) is sets
+
+
+def test_a_segment_refused_for_permission_is_no_full_dev_shm() -> None:
+    # near-miss: the errno names a permission, not space
+    m = Matcher()
+    m.scan("NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 4096), "
+           "error: Permission denied (13)")
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert "shm_error" not in facts.get("distributed", {})
+
+
+def test_a_missing_verbs_provider_is_evidence_of_the_socket_fallback() -> None:
+    # rdma-core libibverbs/init.c: the HCA is there, its provider library is not
+    m = Matcher()
+    m.scan("libibverbs: Warning: no userspace device-specific driver found for "
+           "/sys/class/infiniband_verbs/uverbs0")
+    assert "nccl.ib_fallback_tcp" in [h.cause for h in m.found()]
+
+
+def test_unwrapped_joins_only_continued_sentences() -> None:
+    from kb.readers.signatures import unwrapped
+
+    assert unwrapped("killed by signal: Bus\nerror. It is") == "killed by signal: Bus error. It is"
+    assert unwrapped("Resource exhausted: Out \nof memory") == "Resource exhausted: Out of memory"
+    # a new line that starts a new record stays a new line
+    assert unwrapped("step 1\nStep 2\n[rank0] x\n\nloss") == "step 1\nStep 2\n[rank0] x\n\nloss"
+
+
+def test_a_hard_wrapped_message_still_matches() -> None:
+    # the DataLoader message as pasted from a narrow terminal (fastai/fastai issue thread): the
+    # line breaks fall inside the message
+    text = ("RuntimeError: DataLoader worker (pid 47) is killed by signal: Bus\n"
+            "error. It is possible that dataloader's workers are out of shared\n"
+            "memory. Please try to raise your shared memory limit.\n")
+    rep = kb.diagnose(inputs=[text])
+    assert [f.cause_id for f in rep.findings] == ["gpu_util.dev_shm_too_small"]
