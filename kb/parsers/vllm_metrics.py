@@ -1,5 +1,6 @@
-"""vLLM (V0 and V1 names) and SGLang Prometheus ``/metrics`` exposition, and vLLM's periodic
-stats log lines (``Avg prompt throughput: ... Running: N reqs ...``).
+"""vLLM (V0 and V1 names) and SGLang Prometheus ``/metrics`` exposition, vLLM's periodic
+stats log lines (``Avg prompt throughput: ... Running: N reqs ...``) and SGLang's decode stats
+lines (``Decode batch. #running-req: N, ... cuda graph: False, gen throughput (token/s): ...``).
 
 Label sets are aggregated explicitly: running and waiting are summed over engines/ranks, KV
 usage takes the max, histograms add their buckets by ``le`` before the quantile is computed by
@@ -30,6 +31,17 @@ _RUNNING = re.compile(r"Running: (\d+) reqs")
 _WAITING = re.compile(r"(?:Pending|Waiting): (\d+) reqs")
 _KV = re.compile(r"GPU KV cache usage: ([\d.]+)%")
 _PREFIX_HIT = re.compile(r"Prefix cache hit rate: (?:GPU: )?([\d.]+)%")
+#: SGLang's scheduler, log_decode_stats (python/sglang/srt/managers/scheduler_metrics_mixin.py;
+#: scheduler.py before): "Decode batch. #running-req: 50, #token: 12000, token usage: 0.05,
+#: cuda graph: False, gen throughput (token/s): 812.35, #queue-req: 0" ("cuda graph" since 0.4;
+#: hybrid models print "full token usage")
+_SG_DECODE = re.compile(r"Decode batch\. #running-req: (\d+), ")
+_SG_FIELDS = (
+    ("num_waiting", re.compile(r"#queue-req: (\d+)"), float),
+    ("kv_cache_usage", re.compile(r", (?:full )?token usage: ([\d.]+)"), float),
+    ("output_tokens_per_s", re.compile(r"gen throughput \(token/s\): ([\d.]+)"), float),
+)
+_SG_GRAPH = re.compile(r"cuda graph: (True|False)")
 
 # (fact, [metric names in order of preference]) for histograms -> (p50 fact, p99 fact)
 _HISTOGRAMS: tuple[tuple[str | None, str | None, tuple[str, ...]], ...] = (
@@ -61,6 +73,24 @@ def stats_line(line: str) -> dict[str, Any] | None:
         if mm:
             value = float(mm.group(1)) * scale
             out[key] = round(min(value, 1.0), 6) if scale != 1.0 else value
+    return out
+
+
+def sglang_decode_line(line: str) -> dict[str, Any] | None:
+    """``inference.*`` facts from one SGLang decode stats line, or None if it is not one."""
+    m = _SG_DECODE.search(line)
+    if not m:
+        return None
+    out: dict[str, Any] = {"engine": "sglang", "num_running": float(m.group(1))}
+    for key, rx, conv in _SG_FIELDS:
+        mm = rx.search(line, m.end())
+        if mm:
+            out[key] = conv(mm.group(1))
+    if "kv_cache_usage" in out:
+        out["kv_cache_usage"] = round(min(out["kv_cache_usage"], 1.0), 6)
+    g = _SG_GRAPH.search(line, m.end())
+    if g:
+        out["decode_cuda_graph"] = g.group(1) == "True"
     return out
 
 

@@ -62,3 +62,41 @@ vllm:request_prompt_tokens_count{model_name="m"} 4.0
         "prefix_cache_hit_rate": 0.25, "tpot_ms_p50": 25.0, "tpot_ms_p99": 49.5, "itl_ms_p50": 12.5,
         "mean_prompt_tokens": 250.0,
     }}
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # SGLang scheduler_metrics_mixin.log_decode_stats (0.4+: with "cuda graph")
+    ("[2025-07-01 10:00:05 DP0 TP0] Decode batch. #running-req: 400, #token: 90000, token usage: 0.41, "
+     "cuda graph: False, gen throughput (token/s): 512.00, #queue-req: 3, ",
+     {"engine": "sglang", "num_running": 400.0, "num_waiting": 3.0, "kv_cache_usage": 0.41,
+      "output_tokens_per_s": 512.0, "decode_cuda_graph": False}),
+    # older SGLang: no "cuda graph" field
+    ("[2024-09-01 10:00:05 TP0] Decode batch. #running-req: 1, #token: 89, token usage: 0.00, "
+     "gen throughput (token/s): 29.41, #queue-req: 0",
+     {"engine": "sglang", "num_running": 1.0, "num_waiting": 0.0, "kv_cache_usage": 0.0,
+      "output_tokens_per_s": 29.41}),
+    # hybrid (SWA) models: the full-attention pool's usage, not the sliding window's
+    ("Decode batch. #running-req: 8, #full token: 5000, full token usage: 0.20, #swa token: 900, "
+     "swa token usage: 0.90, cuda graph: True, gen throughput (token/s): 300.00, #queue-req: 0",
+     {"engine": "sglang", "num_running": 8.0, "num_waiting": 0.0, "kv_cache_usage": 0.2,
+      "output_tokens_per_s": 300.0, "decode_cuda_graph": True}),
+    # near-miss: a prefill line is no decode stats
+    ("Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, #running-req: 0, "
+     "#queue-req: 0", None),
+])
+def test_sglang_decode_stats_lines(line: str, want: dict | None) -> None:
+    from kb.parsers.vllm_metrics import sglang_decode_line
+
+    assert sglang_decode_line(line) == want
+
+
+def test_one_eager_decode_batch_is_enough() -> None:
+    from kb.parsers import training_log
+
+    text = ("Decode batch. #running-req: 400, #token: 1, token usage: 0.41, cuda graph: False, "
+            "gen throughput (token/s): 512.00, #queue-req: 3\n"
+            "Decode batch. #running-req: 40, #token: 1, token usage: 0.05, cuda graph: True, "
+            "gen throughput (token/s): 900.00, #queue-req: 0\n")
+    facts = training_log.parse(text.splitlines(True), "t").facts
+    assert facts["inference"]["decode_cuda_graph"] is False
+    assert facts["inference"]["num_running"] == 40.0  # the last line's state

@@ -98,7 +98,10 @@ def test_a_branch_named_by_a_setting_alone_comes_after_the_symptoms_branch() -> 
     rep = kb.diagnose({"symptom_text": text})
     assert rep.branches[0] == "nccl"
     order = [h.branch for h in rep.hypotheses]
-    assert "numerics" in order and order.index("numerics") > max(
+    # "bf16" is a weak word of numerics: beside a named hang it does not open numerics at all
+    # (and where a holding fact opens it, its causes still come after the collective's)
+    assert order[0] == "nccl"
+    assert "numerics" not in order or order.index("numerics") > max(
         i for i, b in enumerate(order) if b == "nccl")
     # near-miss: where bf16 sits beside the symptom's own words, numerics leads
     rep = kb.diagnose({"symptom_text": "loss goes nan with bf16 on 8 gpus with ddp"})

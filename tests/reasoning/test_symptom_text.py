@@ -196,3 +196,20 @@ def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
 
     assert next(iter(classify(text, load_knowledge()))) == branch
+
+
+@pytest.mark.parametrize(("text", "branches"), [
+    # a setting's word (ddp, rank, bf16) beside a symptom's names only the symptom's branch
+    ("CUDA out of memory on rank 0 of my DDP job", ["oom"]),
+    ("the bf16 model gives garbage output after fine-tuning", ["numerics"]),
+    ("vllm serving of a bf16 model is slow", ["inference"]),
+    ("CUDA OOM: 7 extra processes on gpu0 in my distributed job", ["oom"]),
+    # alone, the setting's word still names its branch
+    ("my ddp training on 8 gpus across ranks", ["nccl"]),
+    ("fp16 mixed precision question", ["numerics"]),
+    # near-miss: a symptom word of the same branch keeps it named beside others
+    ("ddp job hangs in allreduce after the OOM on rank 3", ["nccl", "oom"]),
+])
+def test_setting_words_name_a_branch_only_when_nothing_else_does(
+        kn, text: str, branches: list[str]) -> None:
+    assert sorted(classify(text, kn)) == sorted(branches)

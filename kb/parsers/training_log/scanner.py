@@ -116,9 +116,13 @@ class LogScanner:
         if "compile" in fams:
             self.compile.feed(line)
         if "vllm" in fams:
-            st = vllm_metrics.stats_line(line)
+            st = vllm_metrics.stats_line(line) or vllm_metrics.sglang_decode_line(line)
             if st:
+                # one decode batch run without a CUDA graph is enough to say so
+                eager = self.inference.get("decode_cuda_graph") is False
                 self.inference.update(st)
+                if eager:
+                    self.inference["decode_cuda_graph"] = False
         if "env" in fams:
             m = _ENV_LINE.match(line)
             if m:

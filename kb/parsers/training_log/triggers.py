@@ -29,7 +29,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Unsupported", "UserError", "fullgraph=True",
         "Explanation:",  # 2.9+ records: the real reason behind "Encountered graph break when ..."
     ),
-    "vllm": ("Avg prompt throughput",),
+    "vllm": ("Avg prompt throughput", "Decode batch"),  # vLLM's and SGLang's periodic stats
     "env": ("NCCL_", "CUDA_", "TORCH_"),
 }
 NUMERIC = "oss"
