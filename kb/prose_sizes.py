@@ -47,10 +47,11 @@ _GPUS = (
     # not a model number after its family ("RTX 4090 GPUs" is no count of 4090)
     re.compile(r"(?<![0-9A-Za-z_.])(?<!rtx\s)(?<!gtx\s)(?<!rtx)(?<!gtx)(?<!titan\s)(?<!quadro\s)"
                r"(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
-               r"single)(?!\d)\s*(?:[x×*]\s*)?"
-               r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?:" + _GPU_NAME
+               r"single)(?!\d)(?!(?<=\d\d\d)[x×]\d)\s*(?:[x×*]\s*)?"
+               # an image size ("512x512") is no count of a product named "x512"
+               r"(?:\d{1,3}\s?g(?:b|ib)?\s+)?(?![x×]\d)(?:" + _GPU_NAME
                + r"(?:\s+gpus?)?|gpus?|cards?)(?![0-9A-Za-z_])", re.I),
-    re.compile(r"(?<![0-9A-Za-z_])" + _GPU_NAME
+    re.compile(r"(?<![0-9A-Za-z_])(?!\d{3,4}[x×]\d{3,4}(?!\d))" + _GPU_NAME
                + r"(?:\s+\d{1,3}\s?g(?:b|ib)?)?\s*[x×*]\s*(?P<n>\d{1,4})(?![0-9A-Za-z_.])", re.I),
 )
 _GPUS_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\s*(?:[\w\s]{0,12}?(?:卡|显卡|gpu)|"

@@ -29,9 +29,16 @@ _PREFIX_JOIN = re.compile(r"(?<![A-Za-z])([a-z]{3,})(?=[A-Z][a-z])")
 _JOINED = re.compile(r"(?<![A-Za-z])[a-z]{3,}[A-Z][a-z]\w*")
 
 
+#: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
+#: PCIe"): the card's form factor, not a word about the PCIe link
+_PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
+
+
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
-    also reads "nccl systemerror"): the whole name still matches as written."""
+    also reads "nccl systemerror"): the whole name still matches as written. A GPU product
+    name's "PCIe" is left out."""
+    text = _PCIE_MODEL.sub(r"\1", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
@@ -61,10 +68,22 @@ def _stem(w: str) -> str:
     return n[:-1] if len(n) > 3 else n
 
 
+#: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
+#: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
+#: memory" is the problem)
+_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*)$")
+_NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
+                        r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])")
+
+
+def _negated(low: str, a: int, b: int) -> bool:
+    return bool(_NEG_BEFORE.search(low[max(0, a - 12):a]) or _NEG_AFTER.match(low[b:b + 40]))
+
+
 def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
     """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`, with
-    where each first occurs; one place in the text counts once ("diverge" and "diverged" both
-    hear "diverged")."""
+    where each first occurs, not negated; one place in the text counts once ("diverge" and
+    "diverged" both hear "diverged")."""
     found: list[tuple[str, int, int]] = []
     seen: set[tuple[int, int]] = set()
     for w in list(vocab.en) + list(vocab.zh):
@@ -74,12 +93,16 @@ def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
             # checks word edges and inflections ("diverg" is in "diverging")
             if _stem(w) not in low:
                 continue
-            m = _ascii_word(w).search(low)
+            m = next((x for x in _ascii_word(w).finditer(low) if not _negated(low, *x.span())), None)
             if m and m.span() not in seen:
                 seen.add(m.span())
                 found.append((w, *m.span()))
-        elif (i := low.find(wl)) >= 0:
-            found.append((w, i, i + len(wl)))
+        else:
+            i = low.find(wl)
+            while i >= 0 and _negated(low, i, i + len(wl)):
+                i = low.find(wl, i + 1)
+            if i >= 0:
+                found.append((w, i, i + len(wl)))
     return found
 
 
@@ -186,7 +209,8 @@ _DTYPES: dict[str, tuple[str, ...]] = {
     "fp16": ("fp16", "float16", "half precision", "torch.half", "half-precision", "半精度", "--fp16"),
     "bf16": ("bf16", "bfloat16", "torch.bfloat16", "--bf16"),
     "fp32": ("fp32", "float32", "full precision", "single precision", "单精度", "全精度"),
-    "tf32": ("tf32", "tensorfloat-32", "tensorfloat32"),
+    # "tf32" is not read: in words it names the question ("is TF32 off?", "allow_tf32 = True
+    # made it faster"), not the dtype the job runs in
     "fp8": ("fp8", "float8", "e4m3", "e5m2"),
 }
 #: serving engines -> the InferenceFacts.engine value

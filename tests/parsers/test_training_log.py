@@ -351,6 +351,9 @@ def test_load_inputs_maps_regular_files_and_streams_pipes(tmp_path) -> None:
     "tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor "
     "with shape[64,256,56,56] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
     "allocator GPU_0_bfc",
+    # TF copying a tensor to the device (common_runtime/gpu/gpu_util.cc, constant_op.cc)
+    "ResourceExhaustedError (see above for traceback): OOM when allocating tensor of shape "
+    "[563354,256] and type float",
     # TF 1.x BFC allocator failure (tensorflow/core/common_runtime/bfc_allocator.cc)
     "2017-03-01 10:00:00.000000: W tensorflow/core/common_runtime/bfc_allocator.cc:275] Ran out "
     "of memory trying to allocate 392.00MiB.  See logs for memory state.",

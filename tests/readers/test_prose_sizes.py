@@ -142,6 +142,9 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("a server with multiple RTX 4090 GPUs", None), ("GTX 1080 gpu", None),
     # a long number is no count followed by a model number ("996" + "1472")
     ("a bf16 array of size 9961472 on 2 GPUs", 2),
+    # an image size is no count ("512x512" is not 512 cards of a product "x512")
+    ("my 3080 12GB with euler_a, 512x512, from ~10.5it/s", None), ("1024x1024 images on 4 GPUs", 4),
+    ("2x4090", 2), ("A100x8", 8),
 ])
 def test_gpu_count(text: str, n: int | None) -> None:
     assert gpu_count(text) == n

@@ -221,3 +221,16 @@ def test_a_hard_wrapped_message_still_matches() -> None:
             "memory. Please try to raise your shared memory limit.\n")
     rep = kb.diagnose(inputs=[text])
     assert [f.cause_id for f in rep.findings] == ["gpu_util.dev_shm_too_small"]
+
+
+@pytest.mark.parametrize("message", [
+    # vllm<0.10 start-up check, as printed and as a reporter retyped it (QwenLM/Qwen3 issue thread)
+    "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+    "stored in KV cache (7344). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+    "ValueError : the model's max seq len (32768) is larger than the maxinum number of tokens that can be "
+    "stored in KV cache, Try increasing 'gpu_memory_utilization'",
+])
+def test_the_kv_cache_start_up_check(message: str) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert "oom.kv_cache_max_model_len" in [h.cause for h in m.found()]

@@ -213,3 +213,16 @@ def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
 def test_setting_words_name_a_branch_only_when_nothing_else_does(
         kn, text: str, branches: list[str]) -> None:
     assert sorted(classify(text, kn)) == sorted(branches)
+
+
+@pytest.mark.parametrize(("text", "branches"), [
+    # a word said not to be the problem names nothing
+    ("Everything works well and GPU memory looks normal, but GPU util is always 0", ["gpu_util"]),
+    ("no OOM but the loss goes nan", ["numerics"]),
+    ("训练没有 OOM，但是 loss 变 nan", ["numerics"]),
+    # near-misses: "not enough memory" is the problem; a later plain mention still counts
+    ("not enough memory, CUDA out of memory", ["oom"]),
+    ("no OOM at first, then CUDA out of memory at step 300", ["oom"]),
+])
+def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
+    assert sorted(classify(text, kn)) == branches

@@ -32,7 +32,8 @@ _OOM_OLD = re.compile(
     + _SIZE + r" already allocated; " + _SIZE + r" free; " + _SIZE + r" (cached|reserved in total by PyTorch)\)"
 )
 #: the sizes-free wordings; TensorFlow's "OOM when allocating tensor with shape"
-#: (tensorflow/core/framework/op_kernel.cc) and TF 1.x's BFC allocator failure "Ran out of memory
+#: (tensorflow/core/framework/op_kernel.cc; "... tensor of shape" where a tensor is copied to the
+#: device, common_runtime/gpu/gpu_util.cc and constant_op.cc) and TF 1.x's BFC allocator failure "Ran out of memory
 #: trying to allocate X. See logs for memory state." (common_runtime/bfc_allocator.cc; its
 #: "... The caller indicates that this is not a failure" warning is none); XLA/JAX's
 #: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes" (older XLA: "Resource
@@ -42,7 +43,7 @@ _OOM_OLD = re.compile(
 _OOM_BARE = re.compile(
     r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
     r"|Cuda failure 'out of memory'|(?:CUDA|HIP|XPU) out of memory|MPS backend out of memory"
-    r"|OOM when allocating tensor with shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
+    r"|OOM when allocating tensor (?:with|of) shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
     r"|ran out of memory trying to allocate \S+ \(rounded to \d+\)"
     r"|(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating)"
 )
