@@ -124,6 +124,7 @@ class Reasoner:
     def __init__(self, kn: Knowledge, overrides: dict[str, float] | None = None,
                  engine: str | None = None) -> None:
         self.kn = kn
+        self._settings = kn.fact_schema.settings()
         self.overrides = dict(overrides or {})
         # "graph": the rules as a walk of the graph (fast); "experta": the RETE engine. Both
         # run the rules generated from the graph's steps and are held equal by a test.
@@ -346,11 +347,11 @@ class Reasoner:
                            conditions=conds, supporting=support, missing=missing, rules=[],
                            path=nodes, open_nodes=sorted({s.source for s in open_steps}))
 
-    @staticmethod
-    def _held(r: CauseResult) -> set[tuple]:
-        # a fact's absence is no evidence: `missing` tests that hold do not count
+    def _held(self, r: CauseResult) -> set[tuple]:
+        # a fact's absence is no evidence: `missing` tests that hold do not count; nor does a
+        # setting (an Ampere GPU lets TF32 be off, it does not say it is)
         return {(c.fact, c.op, repr(c.value)) for c in r.conditions + r.supporting
-                if c.holds is True and c.op != "missing"}
+                if c.holds is True and c.op != "missing" and c.fact not in self._settings}
 
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed

@@ -48,6 +48,9 @@ class FieldSpec(_Spec):
     unit: str | None = None
     doc: str | None = None
     required: bool = False
+    #: the hardware or setup, not something the run showed (a GPU's compute capability): a
+    #: condition on it lets a cause apply or rules it out, but is no evidence that ranks it
+    setting: bool = False
 
     @model_validator(mode="after")
     def _known(self) -> "FieldSpec":
@@ -72,6 +75,11 @@ class FactSchema(_Spec):
     top: dict[str, FieldSpec] = Field(default_factory=dict)
     records: dict[str, RecordSpec] = Field(default_factory=dict)
     groups: dict[str, RecordSpec]
+
+    def settings(self) -> frozenset[str]:
+        """The dotted paths of the facts marked ``setting`` (``gpu.compute_capability``)."""
+        return frozenset([n for n, f in self.top.items() if f.setting] + [
+            f"{g}.{n}" for g, r in self.groups.items() for n, f in r.fields.items() if f.setting])
 
     def problems(self) -> list[str]:
         """References to records that do not exist."""

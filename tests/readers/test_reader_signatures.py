@@ -234,3 +234,22 @@ def test_the_kv_cache_start_up_check(message: str) -> None:
     m = Matcher()
     m.scan(message)
     assert "oom.kv_cache_max_model_len" in [h.cause for h in m.found()]
+
+
+@pytest.mark.parametrize(("message", "fires"), [
+    # torch/csrc/distributed/c10d/socket.cpp: the TCPStore client's connect warning
+    ("[W socket.cpp:663] [c10d] The client socket has failed to connect to [::ffff:255.255.0.0]:29500 "
+     "(errno: 110 - Connection timed out).", True),
+    ("[W socket.cpp:601] [c10d] The client socket has failed to connect to [node1]:29500 "
+     "(errno: 111 - Connection refused).", True),
+    # near-miss: printed while rank 0 is still starting on localhost, the job then runs
+    ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:18630 "
+     "(errno: 99 - Cannot assign requested address).", False),
+])
+def test_the_tcpstore_connect_warning(message: str, fires: bool) -> None:
+    m = Matcher()
+    m.scan(message)
+    assert ("nccl.connect_refused" in [h.cause for h in m.found()]) is fires
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert "connect_failed" not in facts.get("distributed", {})  # evidence, never proof

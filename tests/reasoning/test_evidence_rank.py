@@ -106,3 +106,18 @@ def test_a_branch_named_by_a_setting_alone_comes_after_the_symptoms_branch() -> 
     # near-miss: where bf16 sits beside the symptom's own words, numerics leads
     rep = kb.diagnose({"symptom_text": "loss goes nan with bf16 on 8 gpus with ddp"})
     assert rep.hypotheses[0].branch == "numerics"
+
+
+def test_a_setting_lets_a_cause_apply_but_does_not_rank_it() -> None:
+    # an Ampere GPU is what TF32 needs, not a sign that TF32 is off: with nothing else known the
+    # common causes still come first, and TF32's only support is no evidence
+    kn = kb.load_knowledge()
+    assert "gpu.compute_capability" in kn.fact_schema.settings()
+    rep = kb.diagnose({"symptom": "gpu_util", "gpu": {"compute_capability": 8.6}})
+    hyps = {h.cause_id: h for h in rep.hypotheses}
+    assert hyps["gpu_util.tf32_disabled"].evidence == 0
+    assert rep.hypotheses[0].cause_id != "gpu_util.tf32_disabled"
+    # near-miss: the setting still rules a cause out (a V100 has no TF32)
+    rep = kb.diagnose({"symptom": "gpu_util", "gpu": {"compute_capability": 7.0},
+                       "numerics": {"dtype": "fp32"}, "training": {"float32_matmul_precision": "highest"}})
+    assert "gpu_util.tf32_disabled" in [r.cause_id for r in rep.ruled_out]
