@@ -71,8 +71,8 @@ def test_slowness_names_the_training_loop_only_when_nothing_else_is_named(
 
 
 def test_words_naming_no_branch_open_the_branch_of_the_cause_they_describe() -> None:
-    text = ("after the update the server stopped reusing the cache and processes the whole "
-            "prompt again on each completion request")
+    text = ("after the update the server stopped reusing the cache and computes the shared "
+            "system prompt again on each completion request")
     rep = kb.diagnose({"symptom_text": text})
     assert rep.status == "hypotheses" and not rep.findings
     assert rep.branches[0] == "inference"
