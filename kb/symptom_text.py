@@ -34,13 +34,23 @@ _JOINED = re.compile(r"(?<![A-Za-z])[a-z]{3,}[A-Z][a-z]\w*")
 _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
 
 
+#: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
+_EVERY_N = re.compile(r"(?i)\bevery\s+\d[\d,]*k?\s*(?:steps?|iterations?|iters?|batches)\b")
+#: "stuck" said of the reporter, not the job ("I got stuck for a while because ...")
+_PERSON_STUCK = re.compile(r"(?i)\b(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
+                           r"\s+(?:really\s+|completely\s+)?stuck\b")
+
+
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
-    name's "PCIe" is left out."""
-    text = _PCIE_MODEL.sub(r"\1", text)
+    name's "PCIe" and a person being "stuck" are left out; a stated period also reads "every n
+    steps"."""
+    text = _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
+    if _EVERY_N.search(text):
+        parts.append("every n steps")
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 

@@ -253,3 +253,24 @@ def test_the_tcpstore_connect_warning(message: str, fires: bool) -> None:
     facts: dict = {}
     apply(facts, m.found(), [], "t")
     assert "connect_failed" not in facts.get("distributed", {})  # evidence, never proof
+
+
+@pytest.mark.parametrize(("text", "proof"), [
+    # OpenShift / Kubernetes pod status after a kernel OOM kill
+    ("    State:          Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n", True),
+    # the shell's report of a SIGKILLed foreground job: evidence only
+    ("Epoch 3: 41%|####      | 410/1000\nKilled\n", False),
+])
+def test_killed_jobs(text: str, proof: bool) -> None:
+    m = Matcher()
+    m.scan(text)
+    assert "oom.host_ram_oom" in [h.cause for h in m.found()]
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert (facts.get("oom", {}).get("host_oom_killed") is True) is proof
+
+
+def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
+    m = Matcher()
+    m.scan("INFO worker Killed process group cleanly after shutdown\n")
+    assert "oom.host_ram_oom" not in [h.cause for h in m.found()]

@@ -226,3 +226,18 @@ def test_setting_words_name_a_branch_only_when_nothing_else_does(
 ])
 def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
     assert sorted(classify(text, kn)) == branches
+
+
+@pytest.mark.parametrize(("text", "branches"), [
+    # a stated period reads as the vocabulary's "every n steps" (periodic stalls)
+    ("I found that there is waiting time every 1000 steps during training", ["gpu_util"]),
+    # the reporter stuck, not the job
+    ("I got stuck for a while because I kept getting cuda OOM errors", ["oom"]),
+    # near-misses: the job stuck is a hang
+    ("training is stuck at step 1000 on all ranks", ["nccl"]),
+])
+def test_periods_and_people_stuck(kn, text: str, branches: list[str]) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    assert rep.branches[:1] == branches
+    if "every 1000 steps" in text:
+        assert rep.hypotheses[0].cause_id == "gpu_util.periodic_stalls"
