@@ -100,6 +100,15 @@ def test_other_process_needs_this_process_listed_too(message: str, fires: bool) 
     assert ("oom.other_process_on_gpu" in [h.cause for h in m.found()]) is fires
 
 
+def _scan(text: str) -> tuple[list[str], dict]:
+    """The causes whose signatures ``text`` holds, and the facts their ``sets`` state."""
+    m = Matcher()
+    m.scan(text)
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    return [h.cause for h in m.found()], facts
+
+
 @pytest.mark.parametrize(("message", "cause", "fact"), [
     # torch/csrc/DataLoader.cpp, THPModule_errorIfAnyWorkerFails (the main process's side of a
     # worker's SIGBUS)
@@ -118,11 +127,8 @@ def test_other_process_needs_this_process_listed_too(message: str, fires: bool) 
      "oom.host_ram_oom", ("oom", "host_alloc_failed")),
 ])
 def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str, str]) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert cause in [h.cause for h in m.found()]
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
+    causes, facts = _scan(message)
+    assert cause in causes
     assert facts[fact[0]][fact[1]] is True
 
 
@@ -135,9 +141,8 @@ def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str,
     "Volatile ECC Errors: Single Bit Device Memory: 3",
 ])
 def test_worker_and_hardware_near_misses(message: str) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert not {"gpu_util.dev_shm_too_small", "gpu_util.gpu_hardware_errors"} & {h.cause for h in m.found()}
+    causes, facts = _scan(message)
+    assert not {"gpu_util.dev_shm_too_small", "gpu_util.gpu_hardware_errors"} & set(causes)
 
 
 @pytest.mark.parametrize("message", [
@@ -148,11 +153,8 @@ def test_worker_and_hardware_near_misses(message: str) -> None:
     "'train.py', '--local_rank=0'] exits with return code = -9",
 ])
 def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert "oom.host_ram_oom" in [h.cause for h in m.found()]
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
+    causes, facts = _scan(message)
+    assert "oom.host_ram_oom" in causes
     assert "host_oom_killed" not in facts.get("oom", {})  # a scheduler kills with SIGKILL too
     rep = kb.diagnose(inputs=[message + "\n"])
     assert not rep.findings and rep.hypotheses[0].cause_id == "oom.host_ram_oom"
@@ -164,9 +166,8 @@ def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> Non
     "[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', 'train.py'] exits with return code = 1",
 ])
 def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert "oom.host_ram_oom" not in [h.cause for h in m.found()]
+    causes, facts = _scan(message)
+    assert "oom.host_ram_oom" not in causes
 
 
 @pytest.mark.parametrize(("message", "sets"), [
@@ -178,30 +179,23 @@ def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
      "(size 9637888)", False),
 ])
 def test_nccls_shared_memory_segment_failure(message: str, sets: bool) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert "nccl.shm_too_small" in [h.cause for h in m.found()]
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
+    causes, facts = _scan(message)
+    assert "nccl.shm_too_small" in causes
     assert (facts.get("distributed", {}).get("shm_error") is True) is sets
 
 
 def test_a_segment_refused_for_permission_is_no_full_dev_shm() -> None:
     # near-miss: the errno names a permission, not space
-    m = Matcher()
-    m.scan("NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 4096), "
+    causes, facts = _scan("NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 4096), "
            "error: Permission denied (13)")
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
     assert "shm_error" not in facts.get("distributed", {})
 
 
 def test_a_missing_verbs_provider_is_evidence_of_the_socket_fallback() -> None:
     # rdma-core libibverbs/init.c: the HCA is there, its provider library is not
-    m = Matcher()
-    m.scan("libibverbs: Warning: no userspace device-specific driver found for "
+    causes, facts = _scan("libibverbs: Warning: no userspace device-specific driver found for "
            "/sys/class/infiniband_verbs/uverbs0")
-    assert "nccl.ib_fallback_tcp" in [h.cause for h in m.found()]
+    assert "nccl.ib_fallback_tcp" in causes
 
 
 def test_unwrapped_joins_only_continued_sentences() -> None:
@@ -231,9 +225,8 @@ def test_a_hard_wrapped_message_still_matches() -> None:
     "stored in KV cache, Try increasing 'gpu_memory_utilization'",
 ])
 def test_the_kv_cache_start_up_check(message: str) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert "oom.kv_cache_max_model_len" in [h.cause for h in m.found()]
+    causes, _ = _scan(message)
+    assert "oom.kv_cache_max_model_len" in causes
 
 
 @pytest.mark.parametrize(("message", "fires"), [
@@ -247,11 +240,8 @@ def test_the_kv_cache_start_up_check(message: str) -> None:
      "(errno: 99 - Cannot assign requested address).", False),
 ])
 def test_the_tcpstore_connect_warning(message: str, fires: bool) -> None:
-    m = Matcher()
-    m.scan(message)
-    assert ("nccl.connect_refused" in [h.cause for h in m.found()]) is fires
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
+    causes, facts = _scan(message)
+    assert ("nccl.connect_refused" in causes) is fires
     assert "connect_failed" not in facts.get("distributed", {})  # evidence, never proof
 
 
@@ -262,15 +252,11 @@ def test_the_tcpstore_connect_warning(message: str, fires: bool) -> None:
     ("Epoch 3: 41%|####      | 410/1000\nKilled\n", False),
 ])
 def test_killed_jobs(text: str, proof: bool) -> None:
-    m = Matcher()
-    m.scan(text)
-    assert "oom.host_ram_oom" in [h.cause for h in m.found()]
-    facts: dict = {}
-    apply(facts, m.found(), [], "t")
+    causes, facts = _scan(text)
+    assert "oom.host_ram_oom" in causes
     assert (facts.get("oom", {}).get("host_oom_killed") is True) is proof
 
 
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
-    m = Matcher()
-    m.scan("INFO worker Killed process group cleanly after shutdown\n")
-    assert "oom.host_ram_oom" not in [h.cause for h in m.found()]
+    causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
+    assert "oom.host_ram_oom" not in causes
