@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kb.parsers.base import strip_ansi
+from kb.parsers.base import set_fact, strip_ansi
 from kb.readers import args, env
 from kb.readers.collect_env import EnvReport
 
@@ -21,6 +21,9 @@ MAX_DUMP_LINES = 400
 #: ``TrainingArguments(`` (HF, one ``name=value,`` per line until ``)``)
 _DUMP_START = re.compile(r"\b\w*Arguments\(\s*$")
 _DUMP_FIELD = re.compile(r"^\s*([A-Za-z_]\w{0,60})=(.*?),?\s*$")
+#: an RDMA port's link layer: ``ibv_devinfo`` ("link_layer: Ethernet", rdma-core
+#: libibverbs/examples/devinfo.c) and ``ibstat`` ("Link layer: InfiniBand", infiniband-diags)
+_LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand)\s*$")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 
@@ -36,6 +39,7 @@ class LineFacts:
         self._dump: list[tuple[str, str | None]] | None = None
         self._dump_lines = 0
         self._flags: list[str] = []
+        self._link_layers: set[str] = set()
 
     def _count(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -59,6 +63,10 @@ class LineFacts:
             return True
         if self.report.feed(line):
             self._count("environment report")
+            return True
+        ll = _LINK_LAYER.match(line)
+        if ll:
+            self._link_layers.add(ll.group(1).lower())
             return True
         body = _PROMPT.sub("", line, count=1)
         if args.LAUNCH.search(body) and not body.lstrip().startswith(("File ", "at ")):
@@ -124,4 +132,9 @@ class LineFacts:
         if self._flags:
             self._flags_done()
         self.report.finish()
+        if len(self._link_layers) == 1:
+            # every RDMA port listed runs one link layer (Ethernet: RoCE); a host with both
+            # (IB for the job, Ethernet for storage) says nothing about which one NCCL uses
+            set_fact(self.facts, "distributed.ib_link_layer", next(iter(self._link_layers)))
+            self._count("RDMA ports")
         return self.facts

@@ -87,6 +87,12 @@ CASES = [
      {"inference": {"max_num_seqs": 1, "enforce_eager": True, "gpu_memory_utilization": 0.9}}),
     ("  --per_device_train_batch_size 4 \\\n  --gradient_accumulation_steps 8 --bf16",
      {"training": {"micro_batch_size": 4, "gradient_accumulation_steps": 8}, "numerics": {"dtype": "bf16"}}),
+    # ibv_devinfo (rdma-core devinfo.c) on a RoCE bond, and ibstat (infiniband-diags)
+    ("hca_id:\tmlx5_bond_0\n\ttransport:\t\t\tInfiniBand (0)\n\t\tport:\t1\n"
+     "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tEthernet",
+     {"distributed": {"ib_link_layer": "ethernet"}}),
+    ("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tLink layer: InfiniBand",
+     {"distributed": {"ib_link_layer": "infiniband"}}),
 ]
 
 
@@ -143,3 +149,9 @@ def test_vllm_v1_engine_config_line() -> None:
     # speculative_config=None: no speculative decoding
     assert got["inference"] == {"engine": "vllm", "max_model_len": 16384, "tensor_parallel_size": 1,
                                 "speculative": False}
+
+
+def test_mixed_link_layers_say_nothing() -> None:
+    # an IB port for the job and an Ethernet one for storage: which NCCL uses is not told here
+    text = "\t\t\tlink_layer:\t\tInfiniBand\n\t\t\tlink_layer:\t\tEthernet\n"
+    assert "distributed" not in facts_of(text)

@@ -260,3 +260,18 @@ def test_killed_jobs(text: str, proof: bool) -> None:
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
     assert "oom.host_ram_oom" not in causes
+
+
+@pytest.mark.parametrize(("link_layer", "counts"), [
+    ("Ethernet", True),     # RoCE: a GID the peer cannot route to is the usual reason
+    (None, True),           # link layer not known: still evidence
+    ("InfiniBand", False),  # near-miss: on IB the same error is a link or fabric fault
+])
+def test_older_completion_error_counts_for_the_gid_only_on_roce(link_layer: str | None, counts: bool) -> None:
+    # nccl<2.19 net_ib.cc: "NET/IB : Got completion with error %d, opcode %d, len %d, vendor err %d"
+    text = "node1:1234:1300 [0] NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 0, vendor err 129\n"
+    if link_layer:
+        text += f"\t\t\tlink_layer:\t\t{link_layer}\n"
+    rep = kb.diagnose(inputs=[text])
+    hyps = {h.cause_id: h for h in rep.hypotheses}
+    assert hyps["nccl.roce_gid_index"].signature is counts if "nccl.roce_gid_index" in hyps else not counts
