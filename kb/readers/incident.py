@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from kb.readers.signatures import MAX_UNWRAP_CHARS, Matcher, apply, unwrapped
+from kb.readers.signatures import MAX_UNWRAP_CHARS, Matcher, apply
 
 if TYPE_CHECKING:
     from kb.parsers.base import ParseResult
@@ -120,10 +120,8 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     _merge(facts, own, f"{source} (stated)", origins, conflicts)
     res.notes.extend(f"{source}: two regions disagree: {c}" for c in conflicts)
     matcher = Matcher()
-    whole = "\n".join(text_lines)
-    matcher.scan(whole)
-    if len(whole) <= MAX_UNWRAP_CHARS:  # a pasted message may be hard-wrapped
-        matcher.scan(unwrapped("\n".join(x.rstrip("\r\n") for x in text_lines)))
+    # a pasted message may be hard-wrapped
+    matcher.scan("\n".join(x.rstrip("\r\n") for x in text_lines), unwrap=True)
     apply(facts, matcher.found(), res.notes, source)
     res.facts = trim(facts)
     if kinds:
@@ -234,10 +232,9 @@ class Tap:
 
     def _look(self, block: bytes) -> None:
         text = block.decode("utf-8", "replace")
-        self._matcher.scan(text)
-        if self._unwrapped_bytes < MAX_UNWRAP_CHARS:  # its head may be a hard-wrapped paste
-            self._unwrapped_bytes += len(block)
-            self._matcher.scan(unwrapped(text))
+        # the stream's head may be a hard-wrapped paste
+        self._matcher.scan(text, unwrap=self._unwrapped_bytes < MAX_UNWRAP_CHARS)
+        self._unwrapped_bytes += len(block)
         if self._line_bytes < TAP_LINE_BYTES:
             self._line_bytes += len(block)
             for line in text.splitlines():

@@ -216,8 +216,17 @@ class Matcher:
         self.signatures = default_signatures() if signatures is None else signatures
         self.hits: dict[int, Hit] = {}
 
-    def scan(self, text: str) -> None:
-        """Look for every not-yet-matched signature in ``text`` (complete lines)."""
+    def scan(self, text: str, *, unwrap: bool = False) -> None:
+        """Look for every not-yet-matched signature in ``text`` (complete lines); ``unwrap``:
+        also in ``text`` with its hard-wrapped lines joined (a paste up to
+        :data:`MAX_UNWRAP_CHARS`, read again only where joining changed it)."""
+        self._scan(text)
+        if unwrap and len(text) <= MAX_UNWRAP_CHARS and len(self.hits) < len(self.signatures):
+            joined = unwrapped(text)
+            if joined != text:
+                self._scan(joined)
+
+    def _scan(self, text: str) -> None:
         plain: list[int] = []
         for idx, sig in enumerate(self.signatures):
             if idx in self.hits:
