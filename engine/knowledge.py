@@ -247,6 +247,10 @@ class BranchGraph(_Model):
     #: slow training loop unless the text also names compile, serving or a collective)
     weak_words: WordList = Field(default_factory=WordList)
     entry: list[Condition] = Field(default_factory=list)
+    #: facts that say the job is this branch's kind of job, not that anything is wrong (a
+    #: serving engine's launch command): when the user's words name only another branch's weak
+    #: words ("it is very slow"), they are about this branch
+    context: list[Condition] = Field(default_factory=list)
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)

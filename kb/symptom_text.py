@@ -41,12 +41,20 @@ _PERSON_STUCK = re.compile(r"(?i)\b(?:i|we)(?:'m|'ve been|'re| am| was| were| go
                            r"\s+(?:really\s+|completely\s+)?stuck\b")
 
 
+#: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
+#: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
+#: Python traceback's path is kept: the subsystem it failed in is evidence). Bounded parts: a
+#: long token costs linear time
+_SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|cpp|cxx|c|h|hpp|cu|cuh)"
+                          r"(?::\d+)?(?![^\s\]:,;)])")
+
+
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe" and a person being "stuck" are left out; a stated period also reads "every n
     steps"."""
-    text = _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text))
+    text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     if _EVERY_N.search(text):
@@ -412,6 +420,23 @@ def _entered(facts: Any, kn: Knowledge) -> set[str]:
             if any(evaluate(c, flat, kn) is True for c in b.entry)}
 
 
+def _in_context(facts: Any, kn: Knowledge) -> list[str]:
+    """Branches whose ``context`` conditions the facts (from artifacts) meet: the job is a
+    serving job, say, whatever its symptom."""
+    from kb.engine.conditions import evaluate, flatten
+
+    flat = flatten(facts.model_dump(mode="python", exclude_defaults=True))
+    return [b.id for b in kn.branches.values()
+            if b.context and all(evaluate(c, flat, kn) is True for c in b.context)]
+
+
+def _weak_only(branches: dict[str, list[str]], kn: Knowledge) -> bool:
+    """Whether every word that named a branch is one of its weak words ("slow")."""
+    return bool(branches) and all(
+        w in set(kn.branches[b].weak_words.en) | set(kn.branches[b].weak_words.zh)
+        for b, words in branches.items() for w in words)
+
+
 def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], list[str]]:
     """For :func:`kb.diagnose`: ``(facts with the text's facts merged under them, {branch:
     matched words}, warning lines)``. The branches are only those the text names; the caller
@@ -428,6 +453,16 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     for a, b in setup_spans(text):
         plain = plain[:a] + " " * (b - a) + plain[b:]
     branches = classify(plain, kn) if text else {}
+    context_note: str | None = None
+    if _weak_only(branches, kn):
+        # "it is very slow" beside a serving engine's launch command is about serving
+        ctx = [b for b in _in_context(facts, kn) if b not in branches]
+        if len(ctx) == 1:
+            words = [w for ws in branches.values() for w in ws]
+            why = ", ".join(f for c in kn.branches[ctx[0]].context if (f := getattr(c, "fact", None)))
+            context_note = (f"symptom text: {', '.join(repr(w) for w in words)} read as {ctx[0]}: "
+                            f"the inputs place the job there ({why})")
+            branches = {ctx[0]: words}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
@@ -469,4 +504,5 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         facts = model_for(data, kn).model_validate(data)
     shown = branches if facts.symptom is None else {}
     line = evidence_line(text, shown, applied)
-    return facts, branches, ([line] if line else []) + warnings
+    notes = [n for n in (context_note, line) if n]
+    return facts, branches, notes + warnings

@@ -35,7 +35,7 @@ NAME = "torch_compile"
 GRAPH_BREAK_CATEGORIES: tuple[str, ...] = (
     "print", "host_sync", "control_flow", "shape_control_flow", "unsupported", "other",
 )
-RECOMPILE_CATEGORIES: tuple[str, ...] = ("shape", "dtype", "other")
+RECOMPILE_CATEGORIES: tuple[str, ...] = ("shape", "dtype", "float", "other")
 
 # (category, pattern on the lower-cased reason); the first match wins
 _BREAK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -68,6 +68,8 @@ _UNSUPPORTED_EXC = re.compile(r"torch\._dynamo\.exc\.(?:Unsupported|UserError): 
 _RECOMPILE = re.compile(r"Recompiling function (\S+) in")
 _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
+#: TORCH_LOGS=recompiles_verbose lists the failures per cached entry: "guard 0 failures:"
+_VERBOSE_ENTRY = re.compile(r"^\s*guard \d+ failures?:\s*$")
 _TUPLE_GUARD = re.compile(r"triggered by the following guard failure\S*: (.*)")
 _LIMIT = re.compile(
     r"hit config\.(cache_size_limit|recompile_limit|accumulated_\w+) \((\d+)\)|hit recompilation cache limit"
@@ -93,17 +95,25 @@ def categorize_break(reason: str) -> str:
     return "other"
 
 
-def categorize_guard(guard: str) -> str:
-    """Kind of one recompilation guard failure: shape, dtype or other.
+#: an equality guard on a float literal: "L['y'] == 1.5", "___stack0 == 1.8622114658355713"
+_FLOAT_GUARD = re.compile(r"==\s*-?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?\s*$")
 
-    A value guard (``___stack0 == 1.86``: a Python float specialised by ``.item()``) is other;
-    the source comment Dynamo appends after ``#`` is ignored.
+
+def categorize_guard(guard: str) -> str:
+    """Kind of one recompilation guard failure: shape, dtype, float or other.
+
+    A float value guard (``L['y'] == 1.5``, ``___stack0 == 1.86`` from a specialised
+    ``.item()``) is float: Dynamo specialises Python floats, so every new value recompiles
+    again, unlike an int or a size that automatic dynamic shapes makes dynamic after the first.
+    The source comment Dynamo appends after ``#`` is ignored.
     """
-    text = _GUARD_COMMENT.sub("", guard).lower()
+    text = _GUARD_COMMENT.sub("", guard).lower().rstrip()
     if "dtype mismatch" in text or "dtype" in text:
         return "dtype"
     if re.search(r"size mismatch|stride mismatch|\.size\(|\bshape\b|sizes\(\)", text):
         return "shape"
+    if _FLOAT_GUARD.search(text):
+        return "float"
     return "other"
 
 
@@ -173,7 +183,7 @@ class CompileScanner:
                 if frame in self.attempts:
                     self.attempts[frame][1] = kind
                 return
-            if "triggered by the following guard failure" in line:
+            if "triggered by the following guard failure" in line or _VERBOSE_ENTRY.match(line):
                 return
             self._close_recompile()
         if _STRUCTURED.search(line):

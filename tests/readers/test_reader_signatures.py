@@ -118,6 +118,14 @@ def _scan(text: str) -> tuple[list[str], dict]:
     # the same file, the worker's own handler
     ("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
      "gpu_util.dev_shm_too_small", ("dataloader", "worker_bus_error")),
+    # PaddlePaddle paddle/fluid/imperative/data_loader.cc: the worker's SIGBUS handler and the
+    # main process's error for it
+    ("ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by insufficient shared "
+     "memory (shm), please check whether use_shared_memory is set and storage space in /dev/shm is enough",
+     "gpu_util.dev_shm_too_small", ("dataloader", "worker_bus_error")),
+    ("FatalError: DataLoader process (pid 1234) exited is killed by signal: Bus error.\n  It may be caused by "
+     "insufficient shared storage space. This problem usually occurs when using docker as a development "
+     "environment.", "gpu_util.dev_shm_too_small", ("dataloader", "worker_bus_error")),
     # cudaErrorECCUncorrectable's text (CUDA runtime API), as PyTorch raises it
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
      "gpu_util.gpu_hardware_errors", ("gpu", "ecc_uncorrectable")),
@@ -137,6 +145,8 @@ def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str,
     # shm sentence for SIGBUS only)
     "RuntimeError: DataLoader worker (pid 4021) is killed by signal: Killed.",
     "RuntimeError: DataLoader worker (pid(s) 1234) exited unexpectedly",
+    # Paddle's worker killed by another signal
+    "ERROR: Unexpected segmentation fault encountered in DataLoader workers.",
     # a correctable ECC count is no failure
     "Volatile ECC Errors: Single Bit Device Memory: 3",
 ])
@@ -275,3 +285,33 @@ def test_older_completion_error_counts_for_the_gid_only_on_roce(link_layer: str 
     rep = kb.diagnose(inputs=[text])
     hyps = {h.cause_id: h for h in rep.hypotheses}
     assert hyps["nccl.roce_gid_index"].signature is counts if "nccl.roce_gid_index" in hyps else not counts
+
+
+@pytest.mark.parametrize(("message", "cause"), [
+    # jax/_src/core.py, concretization_function_error (jax >= 0.4.14)
+    ("jax.errors.TracerBoolConversionError: Attempted boolean conversion of traced array with shape bool[].",
+     "compile.python_control_flow"),
+    # older jax: the same case as a ConcretizationTypeError
+    ("jax._src.errors.ConcretizationTypeError: Abstract tracer value encountered where concrete value is "
+     "expected: Traced<ShapedArray(bool[])>with<DynamicJaxprTrace(level=0/1)>\nThe problem arose with the "
+     "`bool` function.", "compile.python_control_flow"),
+    # jax/_src/pjit.py, explain_tracing_cache_miss (jax_explain_cache_misses=True)
+    ("WARNING:jax._src.pjit:TRACING CACHE MISS at loop.py:12 (step) because:\n  never seen function:\n"
+     "    <lambda> id=140 defined at loop.py:12\n  but seen another function defined on the same line; "
+     "maybe the function is\n  being re-defined repeatedly, preventing caching?",
+     "compile.recompile_other_guard"),
+])
+def test_jax_tracing_messages(message: str, cause: str) -> None:
+    causes, _ = _scan(message)
+    assert cause in causes
+
+
+@pytest.mark.parametrize("message", [
+    # another conversion of a tracer (int(), not bool()) is no Python branch
+    "jax.errors.TracerIntegerConversionError: The __index__() method was called on traced array with shape int32[]",
+    # a first cache miss names a function never seen, not one re-created
+    "TRACING CACHE MISS at loop.py:12 (step) because:\n  never seen function:\n    step id=140 defined at loop.py:3",
+])
+def test_jax_tracing_near_misses(message: str) -> None:
+    causes, _ = _scan(message)
+    assert not {"compile.python_control_flow", "compile.recompile_other_guard"} & set(causes)

@@ -241,3 +241,49 @@ def test_periods_and_people_stuck(kn, text: str, branches: list[str]) -> None:
     assert rep.branches[:1] == branches
     if "every 1000 steps" in text:
         assert rep.hypotheses[0].cause_id == "gpu_util.periodic_stalls"
+
+
+@pytest.mark.parametrize(("text", "branches"), [
+    # JAX / TensorFlow tracing compilers: their retraces and traced-value errors are this branch
+    ("my function runs slowly because filter_jit keeps missing the cache", ["compile"]),
+    ("using `jit` decorators in JAX runs slowly", ["compile"]),
+    ("the tf.function is retraced every time the batch size changes", ["compile"]),
+    ("it throws an error when jit-compiled", ["compile"]),
+    # near-miss: a C++ source location in a log line names nothing (TensorFlow prints this
+    # one-time warning from tensorflow/compiler/jit/ in every log)
+    ("W tensorflow/compiler/jit/mark_for_compilation_pass.cc:1412] (One-time warning): Not using "
+     "XLA:CPU for cluster. NCCL hangs", ["nccl"]),
+])
+def test_tracing_compilers_and_source_locations(kn, text: str, branches: list[str]) -> None:
+    assert sorted(classify(text, kn)) == branches
+
+
+def test_a_python_traceback_path_still_counts() -> None:
+    from kb.symptom_text import _norm_text
+
+    low = _norm_text('File "/usr/lib/python3/site-packages/torch/_dynamo/eval_frame.py", line 3')
+    assert "dynamo" in low
+    assert "jit" not in _norm_text("E0101 xla/service/gpu/jit/foo.cc:12] boom")
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    ("the loss is nan during SFT, pretraining was fine", "numerics.zero_token_loss"),
+    ("Losses synchronization is only made when printed and the loop time halves", "gpu_util.host_sync_in_loop"),
+    ("the JIT-compiled function is recompiled whenever a static argument is a new list", "compile.recompile_other_guard"),
+])
+def test_everyday_words_rank_their_cause_first(kn, text: str, cause: str) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    assert rep.hypotheses[0].cause_id == cause
+    assert not rep.findings  # words rank; they never confirm
+
+
+def test_generic_slowness_beside_a_serving_launch_is_about_serving(kn) -> None:
+    # the branch's `context`: a serving engine's launch command places "very slow" in inference
+    cmd = "python -m sglang.launch_server --model-path Qwen/Qwen3-4B --disable-cuda-graph-padding\n"
+    rep = kb.diagnose({"symptom_text": "it got very slow"}, inputs=[cmd], knowledge=kn)
+    assert rep.branches[:1] == ["inference"]
+    assert any("read as inference" in w for w in rep.warnings)
+    # near-misses: without the launch command, or with a word that names a branch itself
+    assert kb.diagnose({"symptom_text": "it is very slow"}, knowledge=kn).branches[:1] == ["gpu_util"]
+    rep = kb.diagnose({"symptom_text": "very slow, then CUDA out of memory"}, inputs=[cmd], knowledge=kn)
+    assert rep.branches[:1] == ["oom"]
