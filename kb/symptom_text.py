@@ -178,7 +178,7 @@ def quoted_messages(text: str, kn: Knowledge) -> list[str]:
     from kb.readers.signatures import Matcher, signatures_for
 
     m = Matcher(signatures_for(kn))
-    m.scan(text)
+    m.scan(text, unwrap=True)
     return list(dict.fromkeys(h.cause for h in m.found()))
 
 

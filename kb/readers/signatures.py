@@ -201,12 +201,17 @@ def _line_at(text: str, pos: int) -> tuple[int, int]:
 _WRAPPED = re.compile(r"(?<=\S)[ \t]*\n[ \t]*(?=[a-z(])")  # never across a blank line
 
 
+_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
+
+
 def unwrapped(text: str) -> str:
     """``text`` with hard-wrapped lines joined: a line break followed by a lower-case word or
     "(" continues the sentence before it (a message pasted from a narrow terminal or an email,
-    "... killed by signal: Bus\\nerror. It is possible ..."). Only for signatures, never for
-    line-based readers (a log's "loss: 0.3" lines start in lower case too)."""
-    return _WRAPPED.sub(" ", text)
+    "... killed by signal: Bus\\nerror. It is possible ..."), and runs of spaces inside a line
+    made one (a page or an editor that re-spaced the paste: "Function  'SqrtBackward'  returned
+    nan"). Only for signatures, never for line-based readers (a log's "loss: 0.3" lines start in
+    lower case too; a table's columns are its spaces)."""
+    return _SPACES.sub(" ", _WRAPPED.sub(" ", text))
 
 
 class Matcher:

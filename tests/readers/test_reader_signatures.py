@@ -215,6 +215,16 @@ def test_unwrapped_joins_only_continued_sentences() -> None:
     assert unwrapped("Resource exhausted: Out \nof memory") == "Resource exhausted: Out of memory"
     # a new line that starts a new record stays a new line
     assert unwrapped("step 1\nStep 2\n[rank0] x\n\nloss") == "step 1\nStep 2\n[rank0] x\n\nloss"
+    # a re-spaced paste reads with single spaces; leading indentation stays
+    assert unwrapped("Function  'SqrtBackward'  returned nan") == "Function 'SqrtBackward' returned nan"
+    assert unwrapped("    - 1/0: x") == "    - 1/0: x"
+
+
+def test_a_quoted_message_with_doubled_spaces_still_counts() -> None:
+    # xuelunshen/rfnet issue 4: the message in the reporter's words, re-spaced by the page
+    rep = kb.diagnose({"symptom_text": "problems like this:\nRuntimeError :  Function  'SqrtBackward'  "
+                                       "returned nan values in its 0th output."})
+    assert rep.hypotheses[0].cause_id == "numerics.log_sqrt_at_zero"
 
 
 def test_a_hard_wrapped_message_still_matches() -> None:

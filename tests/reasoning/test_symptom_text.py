@@ -191,6 +191,9 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("GPU utility is only around 30% during sampling", "gpu_util"),
     ("the optimizer step is terribly slow", "gpu_util"),
     ("the epoch is taking too long", "gpu_util"),
+    ("num_workers=0 slowed down the training by a factor of 8", "gpu_util"),
+    ("使用 dpo.sh 训练时 loss异常，会不会无穷大", "numerics"),
+    ("the loss goes to zero after the first epoch", "numerics"),
 ])
 def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
