@@ -37,8 +37,10 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
 _EVERY_N = re.compile(r"(?i)\bevery\s+\d[\d,]*k?\s*(?:steps?|iterations?|iters?|batches)\b")
 #: "stuck" said of the reporter, not the job ("I got stuck for a while because ...")
-_PERSON_STUCK = re.compile(r"(?i)\b(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
-                           r"\s+(?:really\s+|completely\s+)?stuck\b")
+_PERSON_STUCK = re.compile(r"(?i)\b(?:(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
+                           r"|(?:anyone|anybody|someone|somebody|you)\s+(?:got|get|gets|was|were|is|are|been))"
+                           r"\s+(?:really\s+|completely\s+)?stuck\b"
+                           r"|\bstuck\s+(?:in|on|with)\s+(?:the|this|that|an?|same)\s+(?:issue|problem|error|bug)")
 
 
 #: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
@@ -420,12 +422,13 @@ def _entered(facts: Any, kn: Knowledge) -> set[str]:
             if any(evaluate(c, flat, kn) is True for c in b.entry)}
 
 
-def _in_context(facts: Any, kn: Knowledge) -> list[str]:
-    """Branches whose ``context`` conditions the facts (from artifacts) meet: the job is a
-    serving job, say, whatever its symptom."""
+def _in_context(facts: Any, kn: Knowledge, said: dict[str, Any] | None = None) -> list[str]:
+    """Branches whose ``context`` conditions the facts (from artifacts; then what the words
+    state of the setup, ``said``) meet: the job is a serving job, or runs on several nodes,
+    whatever its symptom."""
     from kb.engine.conditions import evaluate, flatten
 
-    flat = flatten(facts.model_dump(mode="python", exclude_defaults=True))
+    flat = {**flatten(said or {}), **flatten(facts.model_dump(mode="python", exclude_defaults=True))}
     return [b.id for b in kn.branches.values()
             if b.context and all(evaluate(c, flat, kn) is True for c in b.context)]
 
@@ -456,12 +459,12 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     context_note: str | None = None
     if _weak_only(branches, kn):
         # "it is very slow" beside a serving engine's launch command is about serving
-        ctx = [b for b in _in_context(facts, kn) if b not in branches]
+        ctx = [b for b in _in_context(facts, kn, extract(text)) if b not in branches]
         if len(ctx) == 1:
             words = [w for ws in branches.values() for w in ws]
             why = ", ".join(f for c in kn.branches[ctx[0]].context if (f := getattr(c, "fact", None)))
             context_note = (f"symptom text: {', '.join(repr(w) for w in words)} read as {ctx[0]}: "
-                            f"the inputs place the job there ({why})")
+                            f"the job's setup places it there ({why})")
             branches = {ctx[0]: words}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
     # the branches the text or the artifacts name: a cause's words count within them only

@@ -236,6 +236,7 @@ def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
     ("I found that there is waiting time every 1000 steps during training", ["gpu_util"]),
     # the reporter stuck, not the job
     ("I got stuck for a while because I kept getting cuda OOM errors", ["oom"]),
+    ("did anyone got stuck in the issue that data loading for ImageNet is slow", ["gpu_util"]),
     # near-misses: the job stuck is a hang
     ("training is stuck at step 1000 on all ranks", ["nccl"]),
 ])
@@ -290,3 +291,10 @@ def test_generic_slowness_beside_a_serving_launch_is_about_serving(kn) -> None:
     assert kb.diagnose({"symptom_text": "it is very slow"}, knowledge=kn).branches[:1] == ["gpu_util"]
     rep = kb.diagnose({"symptom_text": "very slow, then CUDA out of memory"}, inputs=[cmd], knowledge=kn)
     assert rep.branches[:1] == ["oom"]
+
+
+def test_memory_on_gpu0_is_an_oom_question(kn) -> None:
+    rep = kb.diagnose({"symptom_text": "The processes on GPUs 1, 2 and 3 are each taking up memory on GPU0"},
+                      knowledge=kn)
+    assert rep.branches[:1] == ["oom"]
+    assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
