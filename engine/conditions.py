@@ -138,7 +138,7 @@ def evaluate_clause(clause: Clause, facts: dict[str, Any], kn: Knowledge,
         if any(r is True for r in results):
             return True
         if all(r is False for r in results):
-            return False
+            return None if clause.open_if_false else False
         return None
     return evaluate(clause, facts, kn, overrides)
 

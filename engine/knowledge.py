@@ -88,9 +88,12 @@ class Condition(_Model):
 
 
 class AnyOf(_Model):
-    """Holds when at least one of its conditions holds."""
+    """Holds when at least one of its conditions holds. ``open_if_false``: when none holds the
+    step stays open (unknown) rather than failing: the evidence is not enough to decide it
+    either way, so a cause past it is neither confirmed nor ruled out on it."""
 
     any: list[Condition] = Field(min_length=2)
+    open_if_false: bool = False
 
 
 Clause = Union[Condition, AnyOf]

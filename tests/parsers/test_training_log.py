@@ -28,7 +28,7 @@ CASES = [
     ('nccl_debug_ib_plugin.log', 'training_log', {'distributed': {'backend': 'nccl', 'ib_hardware_present': True, 'transports': ['IB'], 'inter_node_transport': 'IB'}, 'env': {'NCCL_SOCKET_IFNAME': 'bond0'}}),
     ('nccl_debug_init_timings.log', 'training_log', {'distributed': {'backend': 'nccl', 'world_size': 8, 'init_seconds': 55.17, 'transports': ['P2P'], 'intra_node_transport': 'P2P'}}),
     ('nccl_debug_nvls.log', 'training_log', {'distributed': {'backend': 'nccl', 'transports': ['NVLS'], 'nvlink_present': True, 'intra_node_transport': 'NVLS'}}),
-    ('nccl_debug_socket.log', 'training_log', {'distributed': {'backend': 'nccl', 'nccl_versions': ['2.19.3'], 'ib_hardware_present': False, 'transports': ['Socket'], 'inter_node_transport': 'Socket', 'world_size': 1}}),
+    ('nccl_debug_socket.log', 'training_log', {'distributed': {'backend': 'nccl', 'nccl_versions': ['2.19.3'], 'transports': ['Socket'], 'inter_node_transport': 'Socket', 'world_size': 1}}),
     ('nccl_distbackenderror.log', 'training_log', {'distributed': {'backend': 'nccl', 'watchdog_timeout': True, 'timeout_op': '_ALLGATHER_BASE', 'timeout_seq': 9141, 'timeout_ms': 600000.0, 'elapsed_ms': 600020.0, 'errors': ['watchdog_timeout'], 'rank_states': [{'rank': 5, 'collective': '_ALLGATHER_BASE', 'seq': 9141}]}}),
     ('nccl_fr_stack.log', 'training_log', {'distributed': {'backend': 'nccl'}}),
     ('nccl_heartbeat_wrapped.log', 'training_log', {'distributed': {'backend': 'nccl', 'errors': ['heartbeat_timeout']}}),

@@ -129,6 +129,12 @@ def _scan(text: str) -> tuple[list[str], dict]:
     # cudaErrorECCUncorrectable's text (CUDA runtime API), as PyTorch raises it
     ("RuntimeError: CUDA error: uncorrectable ECC error encountered",
      "gpu_util.gpu_hardware_errors", ("gpu", "ecc_uncorrectable")),
+    # libstdc++'s terminate handler after operator new failed (an MXNet Jupyter kernel)
+    ("terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc",
+     "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    # numpy/_core/_exceptions.py, _ArrayMemoryError
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 3.73 GiB for an array with shape "
+     "(500000, 1000) and data type float64", "oom.host_ram_oom", ("oom", "host_alloc_failed")),
     # c10/core/impl/alloc_cpu.cpp: a host allocation that failed
     ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: "
      "you tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)",
@@ -325,3 +331,10 @@ def test_jax_tracing_messages(message: str, cause: str) -> None:
 def test_jax_tracing_near_misses(message: str) -> None:
     causes, _ = _scan(message)
     assert not {"compile.python_control_flow", "compile.recompile_other_guard"} & set(causes)
+
+
+def test_a_gpu_pools_bad_alloc_is_no_host_oom() -> None:
+    # RAPIDS RMM's device-memory error carries the name std::bad_alloc too, followed by its reason
+    causes, facts = _scan("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: "
+                          "rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory")
+    assert "oom.host_ram_oom" not in causes and "host_alloc_failed" not in facts.get("oom", {})

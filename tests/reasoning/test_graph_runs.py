@@ -251,3 +251,27 @@ def test_a_new_cause_is_one_file(tmp_path, monkeypatch) -> None:
     out = subprocess.run([sys.executable, "-m", "kb.cli.app", "validate", "--knowledge", str(root)],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_an_open_if_false_group_leaves_the_step_open() -> None:
+    # a group marked open_if_false that fails is unknown (neither holds nor fails); unmarked,
+    # the same facts fail it
+    from engine.conditions import evaluate_clause
+    from engine.knowledge import AnyOf, Condition
+
+    kn = kb.load_knowledge()
+    conds = [Condition(fact="oom.tried_to_allocate_mib", op="<=", value="@oom.reserved_unallocated_mib"),
+             Condition(fact="oom.tried_to_allocate_mib", op="missing")]
+    facts = {"oom.tried_to_allocate_mib": 4280, "oom.reserved_unallocated_mib": 3246}
+    assert evaluate_clause(AnyOf(any=conds), facts, kn) is False
+    assert evaluate_clause(AnyOf(any=conds, open_if_false=True), facts, kn) is None
+    facts["oom.reserved_unallocated_mib"] = 5000
+    assert evaluate_clause(AnyOf(any=conds, open_if_false=True), facts, kn) is True
+    # in the knowledge: the reserved-but-unallocated answer stays open when the request is
+    # larger than the cached memory, so the cause is a hypothesis, not confirmed or ruled out
+    rep = kb.diagnose({"symptom": "oom", "oom": {
+        "occurred": True, "tried_to_allocate_mib": 4280, "total_capacity_mib": 11182, "free_mib": 2499,
+        "allocated_mib": 4792, "reserved_mib": 8038, "reserved_unallocated_mib": 3246,
+        "reserved_unallocated_fraction": 0.29}})
+    assert "oom.allocator_reserved_unallocated" in [h.cause_id for h in rep.hypotheses]
+    assert not rep.findings
