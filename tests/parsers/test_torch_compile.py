@@ -152,29 +152,24 @@ def test_float_value_guard_is_not_a_shape_recompile() -> None:
     # near-misses: an int value (automatic dynamic makes it dynamic) and an id guard
     assert torch_compile.categorize_guard("L['n'] == 3") == "other"
     assert torch_compile.categorize_guard("___check_obj_id(L['self'].lr, 140230)") == "other"
-    v = "V1202 11:58:37.409000 25606 torch/_dynamo/guards.py:5396] [1/1] [__recompiles] "
-    lines = [
-        v + "Recompiling function torch_dynamo_resume_in_forward_at_35 in /tmp/train.py:35\n",
-        v + "    triggered by the following guard failure(s):\n",
-        v + "    - 1/0: ___stack0 == 1.8622114658355713    # return self.fc2(h / (scale + 1e-6))  # train.py:36\n",
-        v + "    - User stack trace:\n",
-    ]
-    got = torch_compile.parse(lines, "t").facts["compile"]
-    assert got["recompiles"] == 1 and got["recompile_reasons"] == {"float": 1}
 
 
-def test_recompiles_verbose_lists_failures_per_cache_entry() -> None:
-    """TORCH_LOGS=recompiles_verbose (pytorch/pytorch#149406, torch 2.6): a "guard 0 failures:"
-    line comes between the trigger line and the guard; the guard still decides the kind."""
+@pytest.mark.parametrize(("tag", "lines"), [
+    # TORCH_LOGS=recompiles (torch 2.13): the guard right after the trigger line
+    ("__recompiles", ["Recompiling function torch_dynamo_resume_in_forward_at_35 in /tmp/train.py:35",
+     "    triggered by the following guard failure(s):",
+     "    - 1/0: ___stack0 == 1.8622114658355713    # return self.fc2(h / (scale + 1e-6))  # train.py:36",
+     "    - User stack trace:"]),
+    # TORCH_LOGS=recompiles_verbose (pytorch/pytorch#149406, torch 2.6): a "guard 0 failures:"
+    # line comes between the trigger line and the guard; the guard still decides the kind
+    ("__recompiles_verbose", ["Recompiling function model in /tmp/ipykernel_2002586/874691697.py:9",
+     "    triggered by the following guard failure(s):",
+     "    guard 0 failures:",
+     "    - 6/0: L['y'] == 1.5"]),
+])
+def test_a_float_guard_recompile_is_read_as_float(tag: str, lines: list[str]) -> None:
     from kb.parsers import torch_compile
 
-    v = ("V0318 23:04:20.093000 2002586 site-packages/torch/_dynamo/guards.py:2811] [6/1] "
-         "[__recompiles_verbose] ")
-    lines = [
-        v + "Recompiling function model in /tmp/ipykernel_2002586/874691697.py:9\n",
-        v + "    triggered by the following guard failure(s):\n",
-        v + "    guard 0 failures:\n",
-        v + "    - 6/0: L['y'] == 1.5\n",
-    ]
-    got = torch_compile.parse(lines, "t").facts["compile"]
+    v = f"V0318 23:04:20.093000 2002586 site-packages/torch/_dynamo/guards.py:2811] [6/1] [{tag}] "
+    got = torch_compile.parse([v + ln + "\n" for ln in lines], "t").facts["compile"]
     assert got["recompiles"] == 1 and got["recompile_reasons"] == {"float": 1}
