@@ -256,8 +256,8 @@ def test_a_new_cause_is_one_file(tmp_path, monkeypatch) -> None:
 def test_an_open_if_false_group_leaves_the_step_open() -> None:
     # a group marked open_if_false that fails is unknown (neither holds nor fails); unmarked,
     # the same facts fail it
-    from engine.conditions import evaluate_clause
-    from engine.knowledge import AnyOf, Condition
+    from kb.engine.conditions import evaluate_clause
+    from kb.engine.knowledge import AnyOf, Condition
 
     kn = kb.load_knowledge()
     conds = [Condition(fact="oom.tried_to_allocate_mib", op="<=", value="@oom.reserved_unallocated_mib"),
