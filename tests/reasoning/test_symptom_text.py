@@ -194,6 +194,8 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("num_workers=0 slowed down the training by a factor of 8", "gpu_util"),
     ("使用 dpo.sh 训练时 loss异常，会不会无穷大", "numerics"),
     ("the loss goes to zero after the first epoch", "numerics"),
+    ("the utilization rate of the GPU is surprisingly low", "gpu_util"),
+    ("训练时 gpu 占用率经常会降为 0", "gpu_util"),
 ])
 def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
