@@ -226,6 +226,9 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             if cond.op == "missing":
                 problems.append(f"{place} entry: '{cond.fact} missing' would put the branch "
                                 f"in play with no evidence")
+        for cond in b.context:
+            check_fact(place, cond.fact)
+            check_value(place, cond.value)
         if sum(1 for n in b.nodes if n.kind == "start") != 1:
             problems.append(f"{place}: a branch needs exactly one 'start' node")
         sub = nx.DiGraph((s.source, s.target) for s in build_steps(kn) if s.branch == b.id)

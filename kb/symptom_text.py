@@ -54,8 +54,8 @@ _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
-    name's "PCIe" and a person being "stuck" are left out; a stated period also reads "every n
-    steps"."""
+    name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
+    period also reads "every n steps"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
@@ -413,31 +413,25 @@ def evidence_line(text: str, branches: dict[str, list[str]], extracted: dict[str
     return ("symptom text: " + "; ".join(parts)) if parts else None
 
 
-def _entered(facts: Any, kn: Knowledge) -> set[str]:
-    """Branches whose entry conditions the facts (from artifacts) already meet."""
-    from kb.engine.conditions import evaluate, flatten
+def _branches_meeting(flat: dict[str, Any], kn: Knowledge) -> tuple[set[str], list[str]]:
+    """``(entered, in context)`` on the artifacts' facts (flattened): the branches one of whose
+    entry conditions holds, and those all of whose ``context`` conditions hold (a serving
+    engine's launch command: the job is a serving job, whatever its symptom)."""
+    from kb.engine.conditions import evaluate
 
-    flat = flatten(facts.model_dump(mode="python", exclude_defaults=True))
-    return {b.id for b in kn.branches.values()
-            if any(evaluate(c, flat, kn) is True for c in b.entry)}
+    def holds(c: Any) -> bool:
+        return evaluate(c, flat, kn) is True
 
-
-def _in_context(facts: Any, kn: Knowledge, said: dict[str, Any] | None = None) -> list[str]:
-    """Branches whose ``context`` conditions the facts (from artifacts; then what the words
-    state of the setup, ``said``) meet: the job is a serving job, or runs on several nodes,
-    whatever its symptom."""
-    from kb.engine.conditions import evaluate, flatten
-
-    flat = {**flatten(said or {}), **flatten(facts.model_dump(mode="python", exclude_defaults=True))}
-    return [b.id for b in kn.branches.values()
-            if b.context and all(evaluate(c, flat, kn) is True for c in b.context)]
+    branches = list(kn.branches.values())
+    return ({b.id for b in branches if any(holds(c) for c in b.entry)},
+            [b.id for b in branches if b.context and all(holds(c) for c in b.context)])
 
 
 def _weak_only(branches: dict[str, list[str]], kn: Knowledge) -> bool:
     """Whether every word that named a branch is one of its weak words ("slow")."""
     return bool(branches) and all(
-        w in set(kn.branches[b].weak_words.en) | set(kn.branches[b].weak_words.zh)
-        for b, words in branches.items() for w in words)
+        set(words) <= {*kn.branches[b].weak_words.en, *kn.branches[b].weak_words.zh}
+        for b, words in branches.items())
 
 
 def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], list[str]]:
@@ -445,6 +439,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     matched words}, warning lines)``. The branches are only those the text names; the caller
     uses them when the facts state no symptom. The warnings show the matched words and the
     extracted facts (the evidence taken from the text) and every disagreement."""
+    from kb.engine.conditions import flatten
     from kb.facts import model_for
 
     text = facts.symptom_text or ""
@@ -456,13 +451,15 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     for a, b in setup_spans(text):
         plain = plain[:a] + " " * (b - a) + plain[b:]
     branches = classify(plain, kn) if text else {}
+    entered, in_context = _branches_meeting(
+        flatten(facts.model_dump(mode="python", exclude_defaults=True)), kn)
     context_note: str | None = None
     if _weak_only(branches, kn):
         # "it is very slow" beside a serving engine's launch command is about serving
-        ctx = [b for b in _in_context(facts, kn, extract(text)) if b not in branches]
+        ctx = [b for b in in_context if b not in branches]
         if len(ctx) == 1:
             words = [w for ws in branches.values() for w in ws]
-            why = ", ".join(f for c in kn.branches[ctx[0]].context if (f := getattr(c, "fact", None)))
+            why = ", ".join(c.fact for c in kn.branches[ctx[0]].context)
             context_note = (f"symptom text: {', '.join(repr(w) for w in words)} read as {ctx[0]}: "
                             f"the job's setup places it there ({why})")
             branches = {ctx[0]: words}
@@ -470,7 +467,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none
-    named_by = set(branches) | _entered(facts, kn) | ({facts.symptom} if facts.symptom else set())
+    named_by = set(branches) | entered | ({facts.symptom} if facts.symptom else set())
     named_causes, said = named(plain, kn) if text else ({}, {})
     if named_causes and named_by:
         named_causes = {c: w for c, w in named_causes.items()

@@ -64,3 +64,12 @@ def test_an_unknown_answer_is_refused_by_validation(edited_graphs) -> None:
 
     problems = validate(kn)
     assert any("no step answers 'no_such_answer' at 'nccl.hang'" in p for p in problems), problems
+
+
+def test_a_context_on_an_unknown_fact_is_refused_by_validation(edited_graphs) -> None:
+    root = edited_graphs("branches/inference.yaml", "{fact: inference.engine, op: exists}",
+                         "{fact: inference.no_such_fact, op: exists}")
+    kn = load(root, use_cache=False)
+    from kb.engine.graph import validate
+
+    assert any("unknown fact path 'inference.no_such_fact'" in p for p in validate(kn))

@@ -116,11 +116,9 @@ def _nccl(sc: LogScanner, line: str, low: str) -> None:
                 add_unique(f, "distributed.errors", kind)
     if "nccl info" not in low:
         return
-    # "NET/IB : No device found" says NCCL saw no usable HCA, not that the hosts have none (a
-    # container without /dev/infiniband or rdma-core prints it too): no fact either way
-    if "net/ib : no device found" in low:
-        pass
-    elif "net/ib : using [" in low:
+    # "NET/IB : No device found" sets no fact: NCCL saw no usable HCA, which does not say the
+    # hosts have none (a container without /dev/infiniband or rdma-core prints it too)
+    if "net/ib : using [" in low:
         set_fact(f, "distributed.ib_hardware_present", True, overwrite=True)
         add_unique(f, "distributed.transports", "IB")
         set_fact(f, "distributed.inter_node_transport", "IB")
