@@ -47,7 +47,7 @@ _BREAK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("shape_control_flow", re.compile(r"\.shape\b|\bshape\b|size\(\)|\.size\b|symnode|symbolic|symint|sym_size")),
     ("control_flow", re.compile(
         r"data[- ]dependent (?:jump|branch|control)|generic_jump|\bjump\b|try/except|try_except|setup_finally"
-        r"|context manager|branching|pop_jump|if statement"
+        r"|context manager|branching|pop_jump|if statement|control flow"
     )),
     ("other", re.compile(r"graph_break\(\)|graph_break in skip_files|user-inserted|call_function graph_break")),
     ("unsupported", re.compile(
@@ -66,6 +66,12 @@ _OLD_BREAK = re.compile(r"Graph break:(.*?)(?:\s*from user code at:?\s*$|\s*$)")
 _BREAK_REASON = re.compile(r"Graph Break Reason: (.*)")
 _UNSUPPORTED_EXC = re.compile(r"torch\._dynamo\.exc\.(?:Unsupported|UserError): (.*)")
 _RECOMPILE = re.compile(r"Recompiling function (\S+) in")
+#: SkipFunctionVariable's reason for a C/pybind function (torch 2.3-2.6), also warned once as a
+#: UserWarning from torch/_dynamo/variables/functions.py: "Graph break due to unsupported builtin
+#: flash_attn_2_cuda.PyCapsule.fwd. This function is either a Python builtin ..."
+_BUILTIN_BREAK = re.compile(r"Graph break due to unsupported (?:Python )?builtin (\S+?)\.?(?:\s|$)")
+#: torch 2.0-2.1 explain() lists its breaks as GraphCompileReason(reason='...', user_stack=[...])
+_COMPILE_REASON = re.compile(r"GraphCompileReason\(reason=(['\"])(.*?)\1")
 _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 #: TORCH_LOGS=recompiles_verbose lists the failures per cached entry: "guard 0 failures:"
@@ -136,6 +142,7 @@ class CompileScanner:
         self.cache_limit_hit = False
         self.fullgraph = False
         self.seen = False
+        self.builtins: set[str] = set()  # builtins already counted (warned and raised: once)
 
     def _close_break(self) -> None:
         if self.pending_reason is not None:
@@ -223,13 +230,39 @@ class CompileScanner:
             if self.pending_reason:
                 self._close_break()
             return
+        m = _BUILTIN_BREAK.search(line)
+        if m:
+            self.seen = True
+            if m.group(1) not in self.builtins:
+                self.builtins.add(m.group(1))
+                if self.pending_reason == "":
+                    self.pending_reason = line
+                    self._close_break()
+                else:
+                    self.breaks[categorize_break(line)] += 1
+            return
         m = _UNSUPPORTED_EXC.search(line)
-        if m and self.pending_reason == "":
-            self.pending_reason = m.group(1)
-            self._close_break()
+        if m:
+            # inside a record it is that break's reason; alone (fullgraph=True, or the
+            # exception a paste ends with) it is one break of its own
+            self.seen = True
+            if self.pending_reason == "":
+                self.pending_reason = m.group(1)
+                self._close_break()
+            else:
+                self.breaks[categorize_break(m.group(1))] += 1
+            return
+        reasons = [r for _, r in _COMPILE_REASON.findall(line)]
+        if reasons:
+            self.seen = True
+            for r in reasons:
+                self.breaks[categorize_break(r)] += 1
             return
         m = _RECOMPILE.search(line)
-        if m:
+        # a paste cut to the guard lines still shows a recompile: "triggered by the following
+        # guard failure(s)" or recompiles_verbose's first "guard 0 failures:" with no header
+        if m or "triggered by the following guard failure" in line or re.match(
+                r"^\s*guard 0 failures?:\s*$", line):
             self.seen = True
             self.recompiles += 1
             g = _TUPLE_GUARD.search(line)
@@ -318,7 +351,7 @@ def sniff(head: str) -> bool:
     """Dynamo log artifacts, limit warnings or explain() output."""
     return bool(re.search(
         r"\[__(graph_breaks|recompiles)\]|torch\._dynamo[. ]|_dynamo[\\/]|Graph break|Recompiling function|"
-        r"^Graph Break Count: \d+|Dynamo produced \d+ graphs",
+        r"^Graph Break Count: \d+|Dynamo produced \d+ graphs|GraphCompileReason\(reason=",
         head, re.M,
     ))
 

@@ -173,3 +173,77 @@ def test_a_float_guard_recompile_is_read_as_float(tag: str, lines: list[str]) ->
     v = f"V0318 23:04:20.093000 2002586 site-packages/torch/_dynamo/guards.py:2811] [6/1] [{tag}] "
     got = torch_compile.parse([v + ln + "\n" for ln in lines], "t").facts["compile"]
     assert got["recompiles"] == 1 and got["recompile_reasons"] == {"float": 1}
+
+
+# torch/_dynamo/variables/functions.py (SkipFunctionVariable, torch 2.4-2.5) builds this reason
+# for a C/pybind function and also warns it once (torch._dynamo.utils.warn_once)
+_BUILTIN = ("Graph break due to unsupported builtin {name}. This function is either a Python builtin "
+            "(e.g. _warnings.warn) or a third-party C/C++ Python extension (perhaps created with pybind). "
+            "If it is a Python builtin, please file an issue on GitHub so the PyTorch team can add "
+            "support for it and see the next case for a workaround.")
+
+
+@pytest.mark.parametrize(("lines", "expected"), [
+    # the UserWarning alone: one break, however often the same builtin is warned
+    ([f"/usr/local/lib/python3.12/dist-packages/torch/_dynamo/variables/functions.py:700: UserWarning: "
+      + _BUILTIN.format(name="cupy._core.dlpack.from_dlpack")] * 2,
+     {"graph_breaks": 1, "graph_break_reasons": {"unsupported": 1}}),
+    # the warning, then the exception fullgraph=True raises for the same builtin: still one
+    ([f"/x/torch/_dynamo/variables/functions.py:725: UserWarning: "
+      + _BUILTIN.format(name="sageattention._fused.PyCapsule.quant_per_warp_int8"),
+      "  torch._dynamo.utils.warn_once(msg)",
+      "torch._dynamo.exc.Unsupported: " + _BUILTIN.format(name="sageattention._fused.PyCapsule.quant_per_warp_int8")],
+     {"graph_breaks": 1, "graph_break_reasons": {"unsupported": 1}}),
+    # two different builtins: two breaks
+    (["[rank7]: torch._dynamo.exc.Unsupported: " + _BUILTIN.format(name="flash_attn_3_cuda.PyCapsule.fwd"),
+      "UserWarning: " + _BUILTIN.format(name="flash_attn_3_cuda.PyCapsule.bwd")],
+     {"graph_breaks": 2, "graph_break_reasons": {"unsupported": 2}}),
+    # a traceback that ends in dynamo's exception (fullgraph=True): the break it reports
+    (["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+      "torch._dynamo.exc.Unsupported: Tensor.item"],
+     {"graph_breaks": 1, "graph_break_reasons": {"host_sync": 1}}),
+    # export's UserError on a data-dependent branch (torch/_dynamo/symbolic_convert.py, 2.0-2.2)
+    (["torch._dynamo.exc.UserError: Dynamic control flow is not supported at the moment. Please use "
+      "functorch.experimental.control_flow.cond to explicitly capture the control flow."],
+     {"graph_breaks": 1, "graph_break_reasons": {"control_flow": 1}}),
+    # torch 2.0-2.1 explain(): break_reasons printed as GraphCompileReason reprs
+    (["[GraphCompileReason(reason='data dependent operator: aten._local_scalar_dense.default; to enable, "
+      "set torch._dynamo.config.capture_scalar_outputs = True', user_stack=[<FrameSummary file x.py, line 3 in f>], "
+      "graph_break=True), GraphCompileReason(reason='call_function BuiltinVariable(print) [ConstantVariable(str)] {}', "
+      "user_stack=[], graph_break=True)]"],
+     {"graph_breaks": 2, "graph_break_reasons": {"host_sync": 1, "print": 1}}),
+])
+def test_standalone_break_messages(lines: list[str], expected: dict) -> None:
+    from kb.parsers import torch_compile
+
+    got = torch_compile.parse([ln + "\n" for ln in lines], "t").facts["compile"]
+    assert {k: got[k] for k in expected} == expected
+
+
+def test_unsupported_word_in_prose_is_no_break() -> None:
+    """Near-miss: the words, not dynamo's exception or reason text."""
+    from kb.parsers import torch_compile
+
+    facts = torch_compile.parse(["this op is unsupported by the graph break tool we use\n",
+                                 "Unsupported: setattr is what a blog post says\n"], "t").facts
+    assert facts.get("compile", {}).get("graph_breaks", 0) == 0
+
+
+@pytest.mark.parametrize(("lines", "recompiles", "reasons"), [
+    # a paste cut to the guard lines of TORCH_LOGS=recompiles (2.4+): "[0/2]" is frame 0's
+    # third compile, so two recompiles, the printed one on an int value
+    (["V0610 23:38:24.321000 168840 .venv/lib/python3.12/site-packages/torch/_dynamo/guards.py:4760] [0/2] [__recompiles]     triggered by the following guard failure(s):",
+      "V0610 23:38:24.321000 168840 .venv/lib/python3.12/site-packages/torch/_dynamo/guards.py:4760] [0/2] [__recompiles]     - 0/1: max_length_k == 496                                      # return ApplyRot"],
+     2, {"other": 2}),
+    # recompiles_verbose cut to its entries: one recompile, however many cache entries it lists
+    (["V0819 21:07:52.605000 139637715699520 torch/_dynamo/guards.py:1423] [__recompiles_verbose]     guard 0 failures:",
+      "V0819 21:07:52.605000 139637715699520 torch/_dynamo/guards.py:1423] [__recompiles_verbose]     - L['self'].param_groups[0]['betas'][0] == 0.9499993141552187 ",
+      "V0819 21:07:52.605000 139637715699520 torch/_dynamo/guards.py:1423] [__recompiles_verbose]     guard 1 failures:",
+      "V0819 21:07:52.605000 139637715699520 torch/_dynamo/guards.py:1423] [__recompiles_verbose]     - L['self'].param_groups[0]['betas'][0] == 0.9499986283104374 "],
+     1, {"float": 1}),
+])
+def test_recompile_without_its_header(lines: list[str], recompiles: int, reasons: dict) -> None:
+    from kb.parsers import torch_compile
+
+    got = torch_compile.parse([ln + "\n" for ln in lines], "t").facts["compile"]
+    assert got["recompiles"] == recompiles and got["recompile_reasons"] == reasons

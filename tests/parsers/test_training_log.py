@@ -393,3 +393,17 @@ def test_tensorflows_not_a_failure_warning_is_no_oom() -> None:
             "there could be performance gains if more memory were available.\n")
     a, _ = _both(line)
     assert "oom" not in a
+
+
+def test_anomaly_op_only_when_one_op_is_named() -> None:
+    # torch/csrc/autograd/python_anomaly_mode.cpp warns "Error detected in XBackward0" and
+    # engine.cpp raises "Function 'XBackward0' returned nan values in its 0th output." for the
+    # same op: one op, stated
+    warn = ("[W python_anomaly_mode.cpp:104] Warning: Error detected in SqrtBackward0. Traceback of forward "
+            "call that caused the error:\n")
+    raised = "RuntimeError: Function 'SqrtBackward0' returned nan values in its 0th output.\n"
+    a, b = _both(warn + raised)
+    assert same(a, b) and a["numerics"]["anomaly_op"] == "SqrtBackward0"
+    # a paste of two runs that named different ops: which one made the NaN is not known
+    a, b = _both("RuntimeError: Function 'MulBackward0' returned nan values in its 1th output.\n" + raised)
+    assert same(a, b) and "anomaly_op" not in a.get("numerics", {})

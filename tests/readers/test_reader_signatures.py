@@ -338,3 +338,18 @@ def test_a_gpu_pools_bad_alloc_is_no_host_oom() -> None:
     causes, facts = _scan("MemoryError: std::bad_alloc: out_of_memory: CUDA error at: "
                           "rmm/mr/device/cuda_memory_resource.hpp:70: cudaErrorMemoryAllocation out of memory")
     assert "oom.host_ram_oom" not in causes and "host_alloc_failed" not in facts.get("oom", {})
+
+
+def test_lightning_tensor_core_notice_states_matmul_precision_highest() -> None:
+    # lightning/fabric/accelerators/cuda.py, _check_cuda_matmul_precision: printed only on compute
+    # capability >= 8 while torch.get_float32_matmul_precision() == "highest"
+    causes, facts = _scan(
+        "You are using a CUDA device ('NVIDIA GeForce RTX 3060') that has Tensor Cores. To properly utilize them, "
+        "you should set `torch.set_float32_matmul_precision('medium' | 'high')` which will trade-off precision for "
+        "performance. For more details, read https://pytorch.org/docs/stable/generated/"
+        "torch.set_float32_matmul_precision.html#torch.set_float32_matmul_precision")
+    assert "gpu_util.tf32_disabled" in causes
+    assert facts["training"]["float32_matmul_precision"] == "highest"
+    # near-miss: code that already sets the precision quotes the call, not the notice
+    causes, _ = _scan("torch.set_float32_matmul_precision('high')  # use Tensor Cores")
+    assert "gpu_util.tf32_disabled" not in causes

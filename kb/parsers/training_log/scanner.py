@@ -46,6 +46,8 @@ class LogScanner:
         self.forced_outliers: set[int] = set()
         self.missing_lm_loss = 0
         self.inference: dict[str, Any] = {}
+        #: the backward ops anomaly mode named; more than one (pastes of several runs) names none
+        self.anomaly_ops: list[str] = []
         #: set by the reader around each fed line: the lines before it (up to LOOKBACK, oldest
         #: first) and the line after it ("" at the end)
         self.before: Callable[[], list[str]] = list
@@ -111,8 +113,8 @@ class LogScanner:
             numerics(self, line, low)
         if "anomaly" in fams:
             m = _ANOMALY.search(line)
-            if m:
-                set_fact(self.facts, "numerics.anomaly_op", m.group(1) or m.group(2))
+            if m and (op := m.group(1) or m.group(2)) not in self.anomaly_ops:
+                self.anomaly_ops.append(op)
         if "compile" in fams:
             self.compile.feed(line)
         if "vllm" in fams:
@@ -143,6 +145,11 @@ class LogScanner:
             num["first_nonfinite_step"] = self.first_nonfinite_step
         if self.nan_source:
             num["nan_source"] = self.nan_source
+        if len(self.anomaly_ops) == 1:
+            num["anomaly_op"] = self.anomaly_ops[0]
+        elif self.anomaly_ops:
+            self.notes.append(f"{self.source}: anomaly mode named {len(self.anomaly_ops)} different ops "
+                              f"({', '.join(self.anomaly_ops)}): numerics.anomaly_op left unstated")
         summaries: dict[str, Any] = {}
         for path, s in self.series.items():
             if not s.count:
