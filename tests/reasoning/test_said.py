@@ -73,3 +73,20 @@ def test_a_context_on_an_unknown_fact_is_refused_by_validation(edited_graphs) ->
     from kb.engine.graph import validate
 
     assert any("unknown fact path 'inference.no_such_fact'" in p for p in validate(kn))
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    # JAX keys its compile cache on static arguments by hash and equality, JAX's own docs say
+    # (jax.jit, static_argnums): an argument "set as static" that is a new object each call
+    ("my jitted function is recompiled at every call whenever an argument set as static is not "
+     "identical to the previous one", "compile.recompile_other_guard"),
+    ("torch.compile recompiles after warmup: a dispatch key mismatch from inference mode",
+     "compile.recompile_other_guard"),
+    # near-miss: a shape that changes is the dynamic-shapes sibling
+    ("my jitted function recompiles at every call because the batch size changes",
+     "compile.dynamic_shapes"),
+])
+def test_what_a_recompile_is_keyed_on_ranks_its_guard(text: str, first: str) -> None:
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == []
+    assert rep.hypotheses[0].cause_id == first
