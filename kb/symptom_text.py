@@ -91,13 +91,20 @@ def _stem(w: str) -> str:
 #: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
 #: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
 #: memory" is the problem)
-_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*)$")
+_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*"
+                         # a remedy already tried: "even with a lower learning rate"
+                         r"|(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
-                        r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])")
+                        r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
+                        # a remedy tried that did not help: the thing changed is not the cause
+                        # ("lowering the learning rate to 1e-5 didn't help", "减小学习率也不行")
+                        r"|^[^.,;:!?\n]{0,30}?(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
+                        r" (?:help|work|fix|solve|change anything)(?![a-z])"
+                        r"|^[^。；，,\n]{0,12}?(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)")
 
 
 def _negated(low: str, a: int, b: int) -> bool:
-    return bool(_NEG_BEFORE.search(low[max(0, a - 12):a]) or _NEG_AFTER.match(low[b:b + 40]))
+    return bool(_NEG_BEFORE.search(low[max(0, a - 28):a]) or _NEG_AFTER.match(low[b:b + 60]))
 
 
 def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:

@@ -233,6 +233,22 @@ def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
     assert sorted(classify(text, kn)) == branches
 
 
+@pytest.mark.parametrize(("text", "heard"), [
+    # a remedy tried that did not help says the thing changed is not the cause
+    ("loss goes nan after 200 steps; lowering the learning rate to 1e-5 didn't help", False),
+    ("训练不到一个epoch loss变为nan，减小学习率也不行", False),
+    ("even with a lower learning rate the loss goes nan", False),
+    # near-misses: the learning rate named as the suspect, and a sentence that ends before
+    # the remedy that failed
+    ("the learning rate is too high and the loss diverges to nan", True),
+    ("loss goes nan with learning rate 1e-3. I tried fp32, it did not help", True),
+])
+def test_a_remedy_that_did_not_help_answers_nothing(kn, text: str, heard: bool) -> None:
+    from kb.symptom_text import answers_said
+
+    assert ("numerics.grad=exploding" in answers_said(text, kn)) is heard
+
+
 @pytest.mark.parametrize(("text", "branches"), [
     # a stated period reads as the vocabulary's "every n steps" (periodic stalls)
     ("I found that there is waiting time every 1000 steps during training", ["gpu_util"]),
