@@ -164,14 +164,16 @@ class Reasoner:
     def diagnose(self, facts: BaseModel | dict[str, Any],
                  extra_branches: dict[str, list[str]] | None = None,
                  fallback_branches: Callable[[], dict[str, list[str]]] | None = None,
-                 more_text: str = "") -> Diagnosis:
+                 more_text: str = "", like_text: str | None = None) -> Diagnosis:
         """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
         adds branches in play (e.g. from the user's own words) with the reasons to show;
         ``fallback_branches`` gives branches (e.g. named by the artifacts' text) to open only
         when nothing else puts a branch in play and no measurement says the job is healthy;
         it is called only then (reading a text's words is not free). ``more_text`` is other
         text of the inputs (an artifact's prose) read, with the user's words, for how much it
-        resembles each cause's description (ties of evidence only)."""
+        resembles each cause's description (ties of evidence only); ``like_text``, when given,
+        stands for the user's words in that reading (the caller may leave out what the words
+        say is not the problem)."""
         if isinstance(facts, dict):
             flat = dict(facts)
             symptom_given = "symptom" in flat or "symptom_text" in flat
@@ -197,7 +199,7 @@ class Reasoner:
             if fallback:
                 extra = fallback
                 run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
-        text = flat.get("symptom_text")
+        text = flat.get("symptom_text") if like_text is None else like_text
         # the words, and any other text of the inputs (an artifact's prose) to read like a cause
         text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")
         like: dict[str, float] | None = None  # the text against every cause, read once

@@ -216,8 +216,13 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
                     for b, words in text_branches(g.prose, kn).items()}
     # the artifacts' own prose also reads like a cause or not (ties of evidence only); its
     # head is enough and bounds the work
+    like_text = None
+    if f.symptom_text:
+        from kb.symptom_text import without_failed_remedies
+
+        like_text = without_failed_remedies(f.symptom_text)
     d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback,
-                   more_text=g.prose[:PROSE_FOR_RESEMBLANCE])
+                   more_text=g.prose[:PROSE_FOR_RESEMBLANCE], like_text=like_text)
     for b, why in d.branch_reasons.items():  # say why a branch opened on the text alone
         words = [w.split(":", 1)[1] for w in why if w.startswith("artifact_text:")]
         if words:

@@ -103,6 +103,22 @@ _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\
                         r"|^[^。；，,\n]{0,12}?(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)")
 
 
+#: a whole clause that says a remedy was tried and failed: read for no cause's likeness
+_FAILED_REMEDY = re.compile(
+    r"[^.,;:!?\n。；，]{0,80}?(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
+    r" (?:help|work|fix|solve|change anything)(?![a-z])"
+    r"|[^。；，,.\n]{0,20}?(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)"
+    r"|(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)(?: [a-z_-]+){1,2}",
+    re.IGNORECASE)
+
+
+def without_failed_remedies(text: str) -> str:
+    """``text`` less the clauses that say a remedy was tried and did not help ("lowering the
+    learning rate didn't help"): what they name is not the problem, so it must not make the
+    text read like that cause's description."""
+    return _FAILED_REMEDY.sub(" ", text)
+
+
 def _negated(low: str, a: int, b: int) -> bool:
     return bool(_NEG_BEFORE.search(low[max(0, a - 28):a]) or _NEG_AFTER.match(low[b:b + 60]))
 
