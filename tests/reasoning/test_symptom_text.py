@@ -214,6 +214,10 @@ def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     ("fp16 mixed precision question", ["numerics"]),
     # near-miss: a symptom word of the same branch keeps it named beside others
     ("ddp job hangs in allreduce after the OOM on rank 3", ["nccl", "oom"]),
+    # weak symptom words: a low frame rate, poor multi-GPU scaling
+    ("on my laptop the fps is only 2 fps", ["gpu_util"]),
+    ("the 4xA100 run takes 24 hours, which doesn't really scale with the 8-GPU report", ["nccl"]),
+    ("the fps drops to 2 and then CUDA out of memory", ["oom"]),
 ])
 def test_setting_words_name_a_branch_only_when_nothing_else_does(
         kn, text: str, branches: list[str]) -> None:
