@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the incident corpora are data (a reporter's pasted `repro_test.py` is an artifact, not a test)
-collect_ignore_glob = ["heldout/*", "incidents/*"]
+collect_ignore_glob = ["heldout/*", "heldout_*/*", "incidents/*"]
 os.environ.setdefault("KB_NO_CACHE", "1")  # tests read the files, not a stale user cache
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
