@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Union
 
@@ -77,10 +77,15 @@ class Gathered:
     prose: str = ""
 
 
-def _as_inputs(inputs: Sequence[Input] | Input) -> list[Any]:
+def _as_inputs(inputs: Sequence[Input] | Input | None) -> list[Any]:
     """Paths stay paths; a ``str`` that names no file is the text itself (pasted output)."""
+    if inputs is None:
+        return []
     if isinstance(inputs, (str, bytes, bytearray, Blob, os.PathLike)) or hasattr(inputs, "read"):
         inputs = [inputs]  # one artifact given bare
+    elif not isinstance(inputs, Iterable):
+        raise TypeError(f"inputs: a path, text, bytes, a stream or a list of them, "
+                        f"not {type(inputs).__name__}")
     out: list[Any] = []
     for i, item in enumerate(inputs, 1):  # type: ignore[arg-type]
         if isinstance(item, str) and item != "-" and ("\n" in item or not os.path.exists(item)):
@@ -94,7 +99,7 @@ def _as_inputs(inputs: Sequence[Input] | Input) -> list[Any]:
     return out
 
 
-def gather(facts: Any = None, *, inputs: Sequence[Input] | Input = (),
+def gather(facts: Any = None, *, inputs: Sequence[Input] | Input | None = (),
            input_format: str | None = None, symptom: str | None = None) -> Gathered:
     """Explicit facts + parsed artifacts + the user's words -> one validated facts model.
 
@@ -128,7 +133,7 @@ def gather(facts: Any = None, *, inputs: Sequence[Input] | Input = (),
 def diagnose(
     facts: Any = None,
     *,
-    inputs: Sequence[Input] | Input = (),
+    inputs: Sequence[Input] | Input | None = (),
     input_format: str | None = None,
     symptom: str | None = None,
     lang: str = "en",

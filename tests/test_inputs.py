@@ -108,3 +108,11 @@ def test_facts_json_input_and_its_errors(tmp_path) -> None:
     typo.write_text('{"gpu": {}, "gpus": 1}')
     with pytest.raises(InputError, match="unknown Facts key"):
         load_inputs([str(typo)], "facts_json")
+
+
+def test_library_inputs_none_is_no_inputs_and_a_non_sequence_is_refused() -> None:
+    import kb
+
+    assert kb.diagnose(inputs=None, symptom="CUDA out of memory").branches == ["oom"]
+    with pytest.raises(TypeError, match="inputs: a path, text, bytes"):
+        kb.diagnose(inputs=3)  # type: ignore[arg-type]
