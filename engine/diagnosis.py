@@ -405,13 +405,15 @@ class Reasoner:
         if r.state == "confirmed":  # confirmed: the knowledge's priority, then the evidence
             return (state_order, -cause.priority, -r.evidence, -r.confidence,
                     SEVERITY_ORDER[r.severity], r.cause_id)
-        # hypotheses: the evidence; then how much of the path already holds; then the prior
+        # hypotheses: those of a branch a measured fact entered first (an OOM in the log leads
+        # a serving engine only the words name); then the evidence; then how much of the path
+        # already holds; then the prior
         # (how common the cause is; the SOP's own causes before additions beyond it); priority
         seeded = 0 if cause.seed != "beyond-seed" else 1
         # when the evidence ties: the branch the inputs name with more words, then the cause
         # whose description the words read like, then the order the branches were named in,
         # before the prior's fixed order
-        return (state_order, -r.evidence, -r.confidence, branch_strength[:2], -r.resemblance,
+        return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2], -r.resemblance,
                 branch_strength[2],
                 PREVALENCE_ORDER[cause.prevalence], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)

@@ -407,3 +407,24 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
     # a paste of two runs that named different ops: which one made the NaN is not known
     a, b = _both("RuntimeError: Function 'MulBackward0' returned nan values in its 1th output.\n" + raised)
     assert same(a, b) and "anomaly_op" not in a.get("numerics", {})
+
+
+@pytest.mark.parametrize(("line", "oom"), [
+    # ggml/src/ggml-cuda/ggml-cuda.cu (llama.cpp, Ollama)
+    ("E ggml_backend_cuda_buffer_type_alloc_buffer: allocating 13285.50 MiB on device 0: cudaMalloc failed: "
+     "out of memory", True),
+    # TensorRT-LLM cpp/include/tensorrt_llm/common/cudaUtils.h, check(): "CUDA runtime error in %s: %s"
+    ("Model 'tensorrt_llm' loading failed with error: version 1 is at UNAVAILABLE state: Internal: unexpected "
+     "error when creating modelInstanceState: [TensorRT-LLM][ERROR] CUDA runtime error in "
+     "::cudaMallocAsync(ptr, n, mCudaStream->get()): out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/"
+     "tllmBuffers.h:89)", True),
+    # MXNet src/storage/pooled_storage_manager.h
+    ("[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory", True),
+    # near-misses: pinned host memory, and another runtime error of the same call
+    ("cudaMallocHost failed: out of memory", False),
+    ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),
+])
+def test_a_failed_cuda_allocation_call_is_an_oom(line: str, oom: bool) -> None:
+    a, b = _both(line + "\n")
+    assert same(a, b)
+    assert (a.get("oom", {}).get("occurred") is True) is oom

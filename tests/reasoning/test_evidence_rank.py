@@ -121,3 +121,17 @@ def test_a_setting_lets_a_cause_apply_but_does_not_rank_it() -> None:
     rep = kb.diagnose({"symptom": "gpu_util", "gpu": {"compute_capability": 7.0},
                        "numerics": {"dtype": "fp32"}, "training": {"float32_matmul_precision": "highest"}})
     assert "gpu_util.tf32_disabled" in [r.cause_id for r in rep.ruled_out]
+
+
+def test_a_branch_a_measured_fact_enters_leads_a_branch_only_words_name() -> None:
+    import kb
+
+    # TensorRT-LLM's check() message for a failed device allocation: an OOM measured in the
+    # artifact, beside words that name only the serving engine
+    log = ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, mCudaStream->get()): "
+           "out of memory (/app/tensorrt_llm/cpp/tensorrt_llm/runtime/tllmBuffers.h:89)\n")
+    rep = kb.diagnose(inputs=[log], symptom="tensorrt-llm v0.7.1 with the triton backend, mistral-7b")
+    assert rep.branches[0] == "oom" and rep.hypotheses[0].branch == "oom"
+    # near-miss: the same words without the message stay about serving
+    rep = kb.diagnose(symptom="tensorrt-llm v0.7.1 with the triton backend, mistral-7b")
+    assert rep.branches[0] == "inference"

@@ -46,6 +46,12 @@ _OOM_BARE = re.compile(
     r"|OOM when allocating tensor (?:with|of) shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
     r"|ran out of memory trying to allocate \S+ \(rounded to \d+\)"
     r"|(?:RESOURCE_EXHAUSTED|Resource exhausted): Out of memory (?:while trying to allocate|allocating)"
+    # the runtime's own call failing with cudaErrorMemoryAllocation: ggml-cuda.cu
+    # ("allocating 590.07 MiB on device 0: cudaMalloc failed: out of memory"), MXNet's pooled
+    # storage manager ("cudaMalloc failed: out of memory"), TensorRT-LLM's cudaUtils.h check
+    # ("CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory"); cudaMallocHost
+    # (pinned host memory) is not the device's
+    r"|cudaMalloc(?:Async|Managed|Pitch|3D)?(?:\(.{0,160}?\))?(?: failed)?: out of memory"
 )
 #: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
 #: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even
