@@ -420,6 +420,8 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
      "tllmBuffers.h:89)", True),
     # MXNet src/storage/pooled_storage_manager.h
     ("[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory", True),
+    # the driver API's code (cuda.h) as candle/cudarc and TensorFlow print it
+    ('error=training failed: backend op failed: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")', True),
     # near-misses: pinned host memory, and another runtime error of the same call
     ("cudaMallocHost failed: out of memory", False),
     ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),

@@ -353,3 +353,21 @@ def test_lightning_tensor_core_notice_states_matmul_precision_highest() -> None:
     # near-miss: code that already sets the precision quotes the call, not the notice
     causes, _ = _scan("torch.set_float32_matmul_precision('high')  # use Tensor Cores")
     assert "gpu_util.tf32_disabled" not in causes
+
+
+@pytest.mark.parametrize(("message", "cause", "fires"), [
+    # nccl src/misc/shmutils.cc (src/os/linux.cc from 2.27): the WARN prefix cut off a paste
+    ("Error while creating shared memory segment /dev/shm/nccl-pZafXL (size 7340384)", "nccl.shm_too_small", True),
+    ("host:123:456 [0] NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl-Ab12 (size 9637888)",
+     "nccl.shm_too_small", True),
+    # near-miss: another program's segment
+    ("Error while creating shared memory segment /dev/shm/mylib-12 (size 4096)", "nccl.shm_too_small", False),
+    # JAX 0.1-0.2 jax/abstract_arrays.py, concretization_err_msg
+    ("TypeError: Abstract value passed to `bool`, which requires a concrete value. The function to be "
+     "transformed can't be traced at the required level of abstraction.", "compile.python_control_flow", True),
+    # near-miss: an int needed (a shape or a range), not a Python condition
+    ("TypeError: Abstract value passed to `int`, which requires a concrete value.", "compile.python_control_flow", False),
+])
+def test_messages_of_older_releases_and_cut_prefixes(message: str, cause: str, fires: bool) -> None:
+    causes, _ = _scan(message)
+    assert (cause in causes) is fires

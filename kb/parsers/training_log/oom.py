@@ -52,6 +52,9 @@ _OOM_BARE = re.compile(
     # ("CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory"); cudaMallocHost
     # (pinned host memory) is not the device's
     r"|cudaMalloc(?:Async|Managed|Pitch|3D)?(?:\(.{0,160}?\))?(?: failed)?: out of memory"
+    # the driver API's own code (cuda.h), as TensorFlow's stream executor, cudarc/candle and
+    # Numba print it: "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"
+    r"|CUDA_ERROR_OUT_OF_MEMORY"
 )
 #: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
 #: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even
