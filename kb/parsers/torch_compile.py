@@ -79,8 +79,10 @@ _VERBOSE_ENTRY = re.compile(r"^\s*guard \d+ failures?:\s*$")
 _TUPLE_GUARD = re.compile(r"triggered by the following guard failure\S*: (.*)")
 _LIMIT = re.compile(
     r"hit config\.(cache_size_limit|recompile_limit|accumulated_\w+) \((\d+)\)|hit recompilation cache limit"
+    r"|FailOnRecompileLimitHit: "
 )
-_FULLGRAPH_LIMIT = re.compile(r"recompile_limit reached with fullgraph=True")
+_FULLGRAPH_LIMIT = re.compile(r"recompile_limit reached with (?:fullgraph|one_graph)=True"
+                              r"|FailOnRecompileLimitHit: Hard failure due to fullgraph=True")
 _EXPLAIN_COUNT = re.compile(r"^\s*Graph Break Count: (\d+)")
 _EXPLAIN_REASON = re.compile(r"^\s+Reason: (.*)")
 _OLD_EXPLAIN = re.compile(r"Dynamo produced (\d+) graphs,? ?with (\d+) graph break")

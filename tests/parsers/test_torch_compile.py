@@ -247,3 +247,19 @@ def test_recompile_without_its_header(lines: list[str], recompiles: int, reasons
 
     got = torch_compile.parse([ln + "\n" for ln in lines], "t").facts["compile"]
     assert got["recompiles"] == recompiles and got["recompile_reasons"] == reasons
+
+
+@pytest.mark.parametrize(("line", "fullgraph"), [
+    # torch/_dynamo/convert_frame.py: the limit as an exception (fullgraph=True, or
+    # config.fail_on_recompile_limit_hit)
+    ("torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fullgraph=True", True),
+    ("torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True. Excessive "
+     "recompilations can degrade performance due to the compilation overhead of each recompilation.", True),
+    ("torch._dynamo.exc.FailOnRecompileLimitHit: Hard failure due to fail_on_recompile_limit_hit", False),
+])
+def test_the_recompile_limit_raised(line: str, fullgraph: bool) -> None:
+    from kb.parsers import torch_compile
+
+    got = torch_compile.parse([line + "\n"], "t").facts["compile"]
+    assert got["cache_limit_hit"] is True and got.get("fullgraph", False) is fullgraph
+    assert got["graph_breaks"] == 0  # the limit, not a graph break

@@ -362,6 +362,13 @@ def test_lightning_tensor_core_notice_states_matmul_precision_highest() -> None:
      "nccl.shm_too_small", True),
     # near-miss: another program's segment
     ("Error while creating shared memory segment /dev/shm/mylib-12 (size 4096)", "nccl.shm_too_small", False),
+    # torch.distributed.elastic's failure summary and DeepSpeed's launcher for a rank killed by SIGBUS
+    ("  exitcode  : -7 (pid: 10)\n  error_file: <N/A>\n  traceback : Signal 7 (SIGBUS) received by PID 10",
+     "nccl.shm_too_small", True),
+    ("[launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', 'main.py'] exits with return code = -7",
+     "nccl.shm_too_small", True),
+    # near-miss: another signal (SIGKILL, the OOM killer's)
+    ("  exitcode  : -9 (pid: 10)\n  traceback : Signal 9 (SIGKILL) received by PID 10", "nccl.shm_too_small", False),
     # JAX 0.1-0.2 jax/abstract_arrays.py, concretization_err_msg
     ("TypeError: Abstract value passed to `bool`, which requires a concrete value. The function to be "
      "transformed can't be traced at the required level of abstraction.", "compile.python_control_flow", True),
