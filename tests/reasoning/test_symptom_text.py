@@ -196,6 +196,10 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("the loss goes to zero after the first epoch", "numerics"),
     ("the utilization rate of the GPU is surprisingly low", "gpu_util"),
     ("训练时 gpu 占用率经常会降为 0", "gpu_util"),
+    ("GTX 2080 上 GPU load 最高 31%", "gpu_util"),
+    ("GPU内存用了4G但是使用率却是0，难怪训练这么慢", "gpu_util"),
+    ("with speed perturbation it takes 30 days; why does it take so long?", "gpu_util"),
+    ("the video job was killed after 30 steps on an A100 80GB", "oom"),
 ])
 def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
@@ -343,3 +347,15 @@ def test_a_learning_rate_said_not_to_help_does_not_lead() -> None:
     assert rep.findings == [] and rep.hypotheses[0].cause_id != "numerics.lr_too_high"
     rep = kb.diagnose(symptom="loss became nan within the first epoch; the learning rate is too high")
     assert rep.hypotheses[0].cause_id == "numerics.lr_too_high"
+
+
+@pytest.mark.parametrize(("text", "cause"), [
+    # a cause's own words name its branch when no branch word does
+    ("CPU utilization reaches 100% but the GPU stays low", "gpu_util.cpu_bound"),
+    ("the launcher exits with return code=-7 on 2 A10s", "nccl.shm_too_small"),
+])
+def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
+    import kb
+
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == [] and rep.hypotheses[0].cause_id == cause
