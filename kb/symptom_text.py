@@ -96,6 +96,8 @@ _NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没
                          r"|(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
                         r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
+                        # the same in Chinese: "显存正常", "内存都还正常", "显存够用"
+                        r"|^\s*(?:都|也)?(?:还是|还|很|挺)?(?:正常|没问题|没有问题|够用)"
                         # a remedy tried that did not help: the thing changed is not the cause
                         # ("lowering the learning rate to 1e-5 didn't help", "减小学习率也不行")
                         r"|^[^.,;:!?\n]{0,30}?(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"

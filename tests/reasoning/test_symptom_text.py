@@ -233,6 +233,7 @@ def test_setting_words_name_a_branch_only_when_nothing_else_does(
     ("Everything works well and GPU memory looks normal, but GPU util is always 0", ["gpu_util"]),
     ("no OOM but the loss goes nan", ["numerics"]),
     ("训练没有 OOM，但是 loss 变 nan", ["numerics"]),
+    ("显存正常，但是 gpu 利用率很低", ["gpu_util"]),
     # near-misses: "not enough memory" is the problem; a later plain mention still counts
     ("not enough memory, CUDA out of memory", ["oom"]),
     ("no OOM at first, then CUDA out of memory at step 300", ["oom"]),
