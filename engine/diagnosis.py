@@ -413,8 +413,8 @@ class Reasoner:
         # when the evidence ties: the branch the inputs name with more words, then the cause
         # whose description the words read like, then the order the branches were named in,
         # before the prior's fixed order
-        return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2], -r.resemblance,
-                branch_strength[2],
+        return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
+                -r.resemblance, branch_strength[2],
                 PREVALENCE_ORDER[cause.prevalence], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
 

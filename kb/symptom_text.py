@@ -88,29 +88,30 @@ def _stem(w: str) -> str:
     return n[:-1] if len(n) > 3 else n
 
 
+#: a remedy tried that did not help: what it changed is not the cause ("lowering the learning
+#: rate to 1e-5 didn't help", "减小学习率也不行", "even with a lower learning rate")
+_DID_NOT_HELP = (r"(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
+                 r" (?:help|work|fix|solve|change anything)(?![a-z])")
+_ZH_NO_USE = r"(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)"
+_EVEN_WITH_LESS = r"(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)"
 #: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
 #: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
 #: memory" is the problem)
-_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*"
-                         # a remedy already tried: "even with a lower learning rate"
-                         r"|(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)\s+)$")
+_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _EVEN_WITH_LESS
+                         + r"\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
                         r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
                         # the same in Chinese: "显存正常", "内存都还正常", "显存够用"
                         r"|^\s*(?:都|也)?(?:还是|还|很|挺)?(?:正常|没问题|没有问题|够用)"
-                        # a remedy tried that did not help: the thing changed is not the cause
-                        # ("lowering the learning rate to 1e-5 didn't help", "减小学习率也不行")
-                        r"|^[^.,;:!?\n]{0,30}?(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
-                        r" (?:help|work|fix|solve|change anything)(?![a-z])"
-                        r"|^[^。；，,\n]{0,12}?(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)")
+                        r"|^[^.,;:!?\n]{0,30}?" + _DID_NOT_HELP
+                        + r"|^[^。；，,\n]{0,12}?" + _ZH_NO_USE)
 
 
 #: a whole clause that says a remedy was tried and failed: read for no cause's likeness
 _FAILED_REMEDY = re.compile(
-    r"[^.,;:!?\n。；，]{0,80}?(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
-    r" (?:help|work|fix|solve|change anything)(?![a-z])"
-    r"|[^。；，,.\n]{0,20}?(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)"
-    r"|(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)(?: [a-z_-]+){1,2}",
+    r"[^.,;:!?\n。；，]{0,80}?" + _DID_NOT_HELP
+    + r"|[^。；，,.\n]{0,20}?" + _ZH_NO_USE
+    + r"|" + _EVEN_WITH_LESS + r"(?: [a-z_-]+){1,2}",
     re.IGNORECASE)
 
 

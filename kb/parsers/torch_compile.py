@@ -76,6 +76,8 @@ _GUARD = re.compile(r"^\s*- (?:\d+/\d+: )?(.+)$")
 _GUARD_COMMENT = re.compile(r"\s+#\s.*$")
 #: TORCH_LOGS=recompiles_verbose lists the failures per cached entry: "guard 0 failures:"
 _VERBOSE_ENTRY = re.compile(r"^\s*guard \d+ failures?:\s*$")
+#: its first entry: one recompile, however many entries follow
+_FIRST_VERBOSE_ENTRY = re.compile(r"^\s*guard 0 failures?:\s*$")
 _TUPLE_GUARD = re.compile(r"triggered by the following guard failure\S*: (.*)")
 _LIMIT = re.compile(
     r"hit config\.(cache_size_limit|recompile_limit|accumulated_\w+) \((\d+)\)|hit recompilation cache limit"
@@ -263,8 +265,7 @@ class CompileScanner:
         m = _RECOMPILE.search(line)
         # a paste cut to the guard lines still shows a recompile: "triggered by the following
         # guard failure(s)" or recompiles_verbose's first "guard 0 failures:" with no header
-        if m or "triggered by the following guard failure" in line or re.match(
-                r"^\s*guard 0 failures?:\s*$", line):
+        if m or "triggered by the following guard failure" in line or _FIRST_VERBOSE_ENTRY.match(line):
             self.seen = True
             self.recompiles += 1
             g = _TUPLE_GUARD.search(line)
