@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from . import rules
 from .conditions import base_path, evaluate, evaluate_clause, flatten
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
-from .knowledge import PREVALENCE_ORDER, SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
+from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
@@ -139,6 +139,7 @@ class Reasoner:
         self._check_produces = {c.id: frozenset(c.produces) for c in kn.checks.values()}
         self._produced_memo: dict[tuple[str, str], bool] = {}
         self._root_branch = {b.root: b.id for b in kn.branches.values()}
+        self._prior = kn.prior()
         # which check decides which node, the facts its outgoing steps test, its depth
         self._node_check: dict[str, str] = {}
         self._edge_facts: dict[str, set[str]] = {}
@@ -408,14 +409,15 @@ class Reasoner:
         # hypotheses: those of a branch a measured fact entered first (an OOM in the log leads
         # a serving engine only the words name); then the evidence; then how much of the path
         # already holds; then the prior
-        # (how common the cause is; the SOP's own causes before additions beyond it); priority
+        # (how often the cause was behind its branch's incidents; the SOP's own causes before
+        # additions beyond it); priority
         seeded = 0 if cause.seed != "beyond-seed" else 1
         # when the evidence ties: the branch the inputs name with more words, then the cause
         # whose description the words read like, then the order the branches were named in,
-        # before the prior's fixed order
+        # before the prior
         return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
                 -r.resemblance, branch_strength[2],
-                PREVALENCE_ORDER[cause.prevalence], seeded, -cause.priority,
+                -self._prior[r.cause_id], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
 
     def _leads(self, a: CauseResult, b: CauseResult) -> bool:

@@ -31,6 +31,11 @@ Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "conta
 Severity = Literal["fix_now", "tune", "investigate", "watch"]
 SEVERITY_ORDER: dict[str, int] = {"fix_now": 0, "tune": 1, "investigate": 2, "watch": 3}
 PREVALENCE_ORDER: dict[str, int] = {"very_common": 0, "common": 1, "occasional": 2, "rare": 3}
+#: a cause's ``prevalence`` as so many incidents of prior belief, added to how many real
+#: incidents it was observed behind (``observed.yaml``): the expert's word counts for a few
+#: cases, and a cause seen in none keeps a prior above zero
+PREVALENCE_PSEUDO: dict[str, float] = {"very_common": 4.0, "common": 2.0, "occasional": 1.0,
+                                       "rare": 0.5}
 NodeKind = Literal["start", "question", "problem", "optimisable", "fixed", "tool"]
 
 
@@ -331,6 +336,26 @@ class GraphIndex(_Model):
     branch: dict[str, str]
 
 
+class Observed(_Model):
+    """How often each cause was behind a real incident of its branch: counted over a corpus of
+    public incidents with an established cause (``observed.yaml``, written by a script from
+    the corpus, never by hand). A prior for ranking only; never evidence."""
+
+    #: where the counts come from (the corpus folders) and how they were made
+    source: str
+    #: incidents of each branch in the corpus
+    incidents: dict[str, int]
+    #: incidents in which the cause was an accepted answer (causes never seen are left out)
+    accepted: dict[str, int]
+
+    @model_validator(mode="after")
+    def _counts(self) -> "Observed":
+        bad = [k for k, v in {**self.incidents, **self.accepted}.items() if v < 0]
+        if bad:
+            raise ValueError(f"negative counts: {', '.join(bad)}")
+        return self
+
+
 class Knowledge(_Model):
     """The whole validated knowledge base. Built by :func:`load`, never by hand."""
 
@@ -351,6 +376,20 @@ class Knowledge(_Model):
     #: by :func:`load` and cached with it as one JSON text: validating a string is free, and
     #: only a diagnosis with text parses it (None: computed on first use)
     descriptions: str | None = None
+    #: how often each cause was behind a real incident (None: no observed.yaml)
+    observed: Observed | None = None
+
+    def prior(self) -> dict[str, float]:
+        """Each cause's share of its branch's incidents, the prior that orders hypotheses of
+        equal evidence: its ``prevalence`` as a few incidents of belief plus the incidents it
+        was observed behind, over the same sum for its whole branch."""
+        seen = self.observed.accepted if self.observed else {}
+        mass = {cid: seen.get(cid, 0) + PREVALENCE_PSEUDO[c.prevalence]
+                for cid, c in self.causes.items()}
+        total: dict[str, float] = {}
+        for cid, m in mass.items():
+            total[self.causes[cid].branch] = total.get(self.causes[cid].branch, 0.0) + m
+        return {cid: m / total[self.causes[cid].branch] for cid, m in mass.items()}
 
     def facts_model(self, groups: Any = None) -> type[BaseModel]:
         """The input model the fact schema describes (built once per knowledge). ``groups``
@@ -560,6 +599,14 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
     if not isinstance(report_text, dict):
         problems.append(f"{root / 'report.yaml'}: expected a mapping")
         report_text = {}
+    observed_file = root / "observed.yaml"
+    observed = model(Observed, _read_yaml(observed_file), str(observed_file)) if \
+        observed_file.exists() else None
+    if observed is not None:
+        problems.extend(f"{observed_file} accepted: unknown cause '{cid}'"
+                        for cid in observed.accepted if cid not in causes)
+        problems.extend(f"{observed_file} incidents: unknown branch '{b}'"
+                        for b in observed.incidents if b not in branches)
     order = (sop.get("classify") or {}).get("branches") or []
     rank = {b: i for i, b in enumerate(order)}
     branches = dict(sorted(branches.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
@@ -569,7 +616,7 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
     return Knowledge(
         root=str(root), digest=digest, branches=branches, causes=dict(sorted(causes.items())),
         checks=checks, thresholds=thresholds, references=references, ref_groups=ref_groups,
-        sop=sop, report_text=report_text, fact_schema=fact_schema,
+        sop=sop, report_text=report_text, fact_schema=fact_schema, observed=observed,
     )
 
 

@@ -46,6 +46,8 @@ _GPU_NAME = r"(?:(?:nvidia|geforce|tesla)\s+)?(?:" + PRODUCT + r"|[a-z]?\d{4}(?:
 _GPUS = (
     # not a model number after its family ("RTX 4090 GPUs" is no count of 4090)
     re.compile(r"(?<![0-9A-Za-z_.])(?<!rtx\s)(?<!gtx\s)(?<!rtx)(?<!gtx)(?<!titan\s)(?<!quadro\s)"
+               # nor a GeForce number before "GPU" ("NVIDIA 3090 GPU", "my 2080 card")
+               r"(?![1-9]0[5-9]0(?:\s*ti)?\s*(?:gpus?|cards?)(?![0-9A-Za-z_]))"
                r"(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|dual|"
                r"single)(?!\d)(?!(?<=\d\d\d)[x×]\d)\s*(?:[x×*]\s*)?"
                # an image size ("512x512") is no count of a product named "x512"

@@ -35,6 +35,11 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 
 
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
+#: a small share of the GPU in use, said in a sentence: "utilises only 5% of NVIDIA 3090 GPU",
+#: "uses just 20 % of the GPUs" (not "of the CPU"); it also reads "low utilization"
+_GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
+                        r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
+                        r"(?:[\w-]+\s+){0,3}?gpus?\b")
 _EVERY_N = re.compile(r"(?i)\bevery\s+\d[\d,]*k?\s*(?:steps?|iterations?|iters?|batches)\b")
 #: "stuck" said of the reporter, not the job ("I got stuck for a while because ...")
 _PERSON_STUCK = re.compile(r"(?i)\b(?:(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
@@ -55,12 +60,14 @@ def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
-    period also reads "every n steps"."""
+    period also reads "every n steps", a small share of the GPU in use "low utilization"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     if _EVERY_N.search(text):
         parts.append("every n steps")
+    if _GPU_SHARE.search(text):
+        parts.append("low utilization")
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 
@@ -395,6 +402,15 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         if path.startswith("env."):
             continue  # the settings' meaning is kept; the raw variable is an artifact's
         _set(facts, path, value)
+    # a sized OOM message quoted in the words ("CUDA out of memory. Tried to allocate ...")
+    # states its sizes as in a log: the numbers are the message's own, not a paraphrase
+    from kb.parsers.training_log.oom import sized_oom_facts
+
+    sized = sized_oom_facts(text)
+    if sized:
+        _set(facts, "oom.occurred", True)
+        for path, value in sized.items():
+            _set(facts, path, value)
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):
         # a step in a numerics text is the first non-finite one only when NaN/Inf is named

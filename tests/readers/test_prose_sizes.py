@@ -140,6 +140,9 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("Llama-2 7B on my RTX 4090", None), ("A100 80GB", None), ("epoch 2 of 8", None),
     # a model number after its family is no count
     ("a server with multiple RTX 4090 GPUs", None), ("GTX 1080 gpu", None),
+    # nor a GeForce number alone before "GPU"; a count before it still is one
+    ("utilises only 5% of NVIDIA 3090 GPU", None), ("my 2080 card", None),
+    ("8 1080 GPUs", 8), ("2 2080ti GPUs", 2), ("on 4096 GPUs", 4096),
     # a long number is no count followed by a model number ("996" + "1472")
     ("a bf16 array of size 9961472 on 2 GPUs", 2),
     # an image size is no count ("512x512" is not 512 cards of a product "x512")

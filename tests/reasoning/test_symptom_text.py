@@ -360,3 +360,59 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
 
     rep = kb.diagnose(symptom=text)
     assert rep.findings == [] and rep.hypotheses[0].cause_id == cause
+
+
+@pytest.mark.parametrize(("text", "branch", "cause"), [
+    # a small share of the GPU in use, said in a sentence
+    ("training for 5 days utilises only 5% of NVIDIA 3090 GPU", "gpu_util", None),
+    ("it uses just 20 % of the GPUs", "gpu_util", None),
+    ("it's not using any of the gpus available", "gpu_util", None),
+    # the GPU slower than the CPU: kernels too small to pay for their launch
+    ("with CUDA 10 it is a lot slower on GPU than on CPU", "gpu_util", "gpu_util.launch_bound"),
+    ("训练时 gpu 比cpu还慢", "gpu_util", "gpu_util.launch_bound"),
+    # a follow-up turn that takes as long as the first prompt: the cached prefix is not reused
+    ("the short follow-up prompt takes as long as processing the first prompt on llama-server",
+     "inference", "inference.prefix_caching_disabled"),
+    # a model deployed for answering
+    ("when I deploy the 4B model on one 4090 the infer speed is so slow", "inference", None),
+    # host RAM that keeps growing: the RAM stick, not the GPU's memory
+    ("随着训练内存占用越来越大，是我64G内存条不够用嘛", "oom", "oom.host_ram_oom"),
+])
+def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
+    from kb.symptom_text import name_causes
+
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.branches[:1] == [branch]
+    if cause:
+        assert cause in name_causes(text, kn)
+        assert rep.hypotheses[0].cause_id == cause
+
+
+@pytest.mark.parametrize("text", [
+    # near-misses: the CPU's share, a share of something else, a GPU only named
+    "the loader uses only 5% of the CPU",
+    "it utilizes only a few layers of the network",
+    "the GPU is faster than the CPU",
+])
+def test_phrasings_that_name_no_gpu_share(kn, text: str) -> None:
+    from kb.symptom_text import name_causes
+
+    assert "gpu_util" not in classify(text, kn)
+    assert "gpu_util.launch_bound" not in name_causes(text, kn)
+
+
+def test_a_sized_oom_message_in_the_words_states_its_sizes(kn) -> None:
+    # PyTorch 1.x wording (c10/cuda/CUDACachingAllocator.cpp), pasted as the user's words
+    text = ("RuntimeError: CUDA out of memory. Tried to allocate 146.00 MiB (GPU 0; 8.00 GiB total "
+            "capacity; 7.21 GiB already allocated; 0 bytes free; 7.32 GiB reserved in total by "
+            "PyTorch)")
+    facts = extract(text, kn)
+    assert facts["oom"]["tried_to_allocate_mib"] == 146.0
+    assert facts["oom"]["total_capacity_mib"] == 8192.0
+    assert facts["oom"]["reserved_unallocated_mib"] == pytest.approx(112.64, abs=0.01)
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    # 0.11 GiB reserved but unallocated is no fragmentation of note: not the first reading
+    assert rep.hypotheses[0].cause_id != "oom.allocator_reserved_unallocated"
+    # near-miss: the message without its sizes states none
+    assert "tried_to_allocate_mib" not in extract("CUDA out of memory again at 146 MiB", kn).get(
+        "oom", {})

@@ -84,6 +84,25 @@ def oom(sc: LogScanner, line: str) -> None:
         set_fact(sc.facts, "oom.at_step", sc.step)
     if any(_BACKWARD_FRAME.search(strip_ansi(x).rstrip("\r\n")) for x in sc.before()):
         set_fact(sc.facts, "oom.phase", "backward")
+    for path, value in _size_facts(line, m_new, m_old).items():
+        set_fact(sc.facts, path, value)
+
+
+def sized_oom_facts(text: str) -> dict[str, float]:
+    """The sizes (``oom.*`` fact paths) of the first sized OOM message in ``text`` (either
+    PyTorch wording, with "Tried to allocate"), or {} when it holds none: the numbers a user
+    quotes from the message are the message's own."""
+    for line in text.splitlines():
+        m_new = _OOM_NEW.search(line)
+        m_old = None if m_new else _OOM_OLD.search(line)
+        if m_new or m_old:
+            return _size_facts(line, m_new, m_old)
+    return {}
+
+
+def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | None
+                ) -> dict[str, float]:
+    """The sizes a sized OOM message states, by fact path (empty for a sizes-free one)."""
     sizes: dict[str, float] = {}
     if m_new:
         g = m_new.groups()
@@ -117,13 +136,15 @@ def oom(sc: LogScanner, line: str) -> None:
                               - CONTEXT_ALLOWANCE_MIB)
     if "elsewhere" in sizes:
         sizes["elsewhere"] = round(max(0.0, sizes["elsewhere"]), 3)
+    out: dict[str, float] = {}
     for key, path in (
         ("tried", "tried_to_allocate_mib"), ("total", "total_capacity_mib"), ("free", "free_mib"),
         ("alloc", "allocated_mib"), ("reserved", "reserved_mib"), ("unalloc", "reserved_unallocated_mib"),
         ("elsewhere", "held_elsewhere_mib"),
     ):
         if key in sizes:
-            set_fact(sc.facts, f"oom.{path}", sizes[key])
+            out[f"oom.{path}"] = sizes[key]
     if sizes.get("total", 0) > 0 and "unalloc" in sizes:
         frac = min(sizes["unalloc"] / sizes["total"], 1.0)
-        set_fact(sc.facts, "oom.reserved_unallocated_fraction", round(frac, 6))
+        out["oom.reserved_unallocated_fraction"] = round(frac, 6)
+    return out

@@ -1,0 +1,77 @@
+"""The prior from real incidents (``graphs/observed.yaml``): written from the corpora by
+``scripts/count_observed.py``, validated on load, and what orders hypotheses of equal evidence."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kb
+from kb.engine.knowledge import PREVALENCE_PSEUDO, load
+from kb.engine.errors import KnowledgeError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_counts_are_those_of_the_corpora() -> None:
+    # a case added to tests/incidents or tests/heldout changes the prior only through the
+    # script: the file must say what the corpora say
+    run = subprocess.run([sys.executable, str(ROOT / "scripts" / "count_observed.py"), "--check"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+
+
+def test_the_counts_cover_every_branch_and_name_only_known_causes(kn) -> None:
+    obs = kn.observed
+    assert obs is not None
+    assert set(obs.incidents) == set(kn.branches)
+    assert set(obs.accepted) <= set(kn.causes)
+    # an incident's accepted causes may be several, but never more than the incidents
+    assert all(0 < n <= sum(obs.incidents.values()) for n in obs.accepted.values())
+
+
+def test_prior_shares_sum_to_one_per_branch(kn) -> None:
+    prior = kn.prior()
+    for b in kn.branches:
+        assert sum(v for c, v in prior.items() if kn.causes[c].branch == b) == pytest.approx(1.0)
+    assert all(v > 0 for v in prior.values())  # a cause never seen keeps its belief
+
+
+def test_without_counts_the_prior_is_the_prevalence(edited_graphs) -> None:
+    root = edited_graphs("observed.yaml", "accepted:", "unused_accepted:")
+    (root / "observed.yaml").unlink()
+    kn = load(root, use_cache=False)
+    assert kn.observed is None
+    prior = kn.prior()
+    for b in kn.branches:
+        ids = [c for c in kn.causes if kn.causes[c].branch == b]
+        order = sorted(ids, key=lambda c: -prior[c])
+        weights = [PREVALENCE_PSEUDO[kn.causes[c].prevalence] for c in order]
+        assert weights == sorted(weights, reverse=True), b
+
+
+def test_more_observed_incidents_rank_a_cause_first(edited_graphs) -> None:
+    # two causes of one branch, equal evidence: the one behind more incidents comes first
+    # "oom.fragmentation: 7" becomes "oom.fragmentation: 5007"
+    root = edited_graphs("observed.yaml", "  oom.fragmentation: ", "  oom.fragmentation: 500")
+    kn = load(root, use_cache=False)
+    rep = kb.diagnose({"symptom": "oom"}, knowledge=kn)
+    assert rep.hypotheses[0].cause_id == "oom.fragmentation"
+    assert kb.diagnose({"symptom": "oom"}).hypotheses[0].cause_id != "oom.fragmentation"
+
+
+@pytest.mark.parametrize(("old", "new", "problem"), [
+    ("  oom.fragmentation:", "  oom.no_such_cause: 3\n  oom.fragmentation:",
+     "unknown cause 'oom.no_such_cause'"),
+    ("  oom: ", "  disk: 3\n  oom: ", "unknown branch 'disk'"),
+    ("  oom: ", "  oom: -", "negative counts"),
+])
+def test_bad_counts_name_the_file(edited_graphs, old: str, new: str, problem: str) -> None:
+    root = edited_graphs("observed.yaml", old, new)
+    with pytest.raises(KnowledgeError) as ei:
+        load(root, use_cache=False)
+    text = "\n".join(ei.value.problems)
+    assert "observed.yaml" in text and problem in text, text
