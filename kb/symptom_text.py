@@ -40,6 +40,8 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
                         r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
                         r"(?:[\w-]+\s+){0,3}?gpus?\b")
+#: the end of a comparison with another setup ("8x slower than on a single node")
+_THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 _EVERY_N = re.compile(r"(?i)\bevery\s+\d[\d,]*k?\s*(?:steps?|iterations?|iters?|batches)\b")
 #: "stuck" said of the reporter, not the job ("I got stuck for a while because ...")
 _PERSON_STUCK = re.compile(r"(?i)\b(?:(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
@@ -491,6 +493,8 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
 
     plain = text
     for a, b in setup_spans(text):
+        if _THAN.search(text[max(0, a - 24):a]):
+            continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
     branches = classify(plain, kn) if text else {}
     entered, in_context = _branches_meeting(
@@ -506,6 +510,12 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
                             f"the job's setup places it there ({why})")
             branches = {ctx[0]: words}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
+    # a job on one GPU of one node has no collective to hang in: "it hangs at a step" there
+    # names no NCCL cause (the words still name the other branches they name)
+    one_gpu = (extracted.get("gpu", {}).get("count") == 1
+               and extracted.get("distributed", {}).get("nnodes") in (None, 1))
+    if one_gpu and "nccl" in branches and facts.symptom is None:
+        branches = {b: w for b, w in branches.items() if b != "nccl"}
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none

@@ -143,6 +143,8 @@ def test_the_setups_sizes_name_no_branch() -> None:
     # nor a GeForce number alone before "GPU"; a count before it still is one
     ("utilises only 5% of NVIDIA 3090 GPU", None), ("my 2080 card", None),
     ("8 1080 GPUs", 8), ("2 2080ti GPUs", 2), ("on 4096 GPUs", 4096),
+    # one card and two cards in Chinese; "单机多卡" (one machine, many cards) counts none
+    ("单卡训练", 1), ("双卡跑qwen", 2), ("单机多卡", None),
     # a long number is no count followed by a model number ("996" + "1472")
     ("a bf16 array of size 9961472 on 2 GPUs", 2),
     # an image size is no count ("512x512" is not 512 cards of a product "x512")

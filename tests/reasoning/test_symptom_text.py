@@ -244,13 +244,13 @@ def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
 
 @pytest.mark.parametrize(("text", "heard"), [
     # a remedy tried that did not help says the thing changed is not the cause
-    ("loss goes nan after 200 steps; lowering the learning rate to 1e-5 didn't help", False),
+    ("loss goes nan after 200 steps; lowering the lr to 1e-5 didn't help", False),
     ("训练不到一个epoch loss变为nan，减小学习率也不行", False),
-    ("even with a lower learning rate the loss goes nan", False),
+    ("even with a lower lr the loss goes nan", False),
     # near-misses: the learning rate named as the suspect, and a sentence that ends before
     # the remedy that failed
-    ("the learning rate is too high and the loss diverges to nan", True),
-    ("loss goes nan with learning rate 1e-3. I tried fp32, it did not help", True),
+    ("the lr is too high and the loss goes to nan", True),
+    ("loss goes nan with lr 1e-3. I tried fp32, it did not help", True),
 ])
 def test_a_remedy_that_did_not_help_answers_nothing(kn, text: str, heard: bool) -> None:
     from kb.symptom_text import answers_said
@@ -375,6 +375,11 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "inference", "inference.prefix_caching_disabled"),
     # a model deployed for answering
     ("when I deploy the 4B model on one 4090 the infer speed is so slow", "inference", None),
+    # generation speed as seconds per token, or tokens per second in Chinese
+    ("my token generation is at around 0.7s/token, which feels extremely slow", "inference", None),
+    ("运行速度特别慢，平均只有1.3 token/秒", "inference", None),
+    # several nodes slower than one: a comparison of setups is the symptom, not the setup
+    ("two nodes train 8 times slower than on a single node with 8 GPUs", "nccl", None),
     # host RAM that keeps growing: the RAM stick, not the GPU's memory
     ("随着训练内存占用越来越大，是我64G内存条不够用嘛", "oom", "oom.host_ram_oom"),
 ])
@@ -393,12 +398,15 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
     "the loader uses only 5% of the CPU",
     "it utilizes only a few layers of the network",
     "the GPU is faster than the CPU",
+    # a single node stated as the setup names no network
+    "training on a single node with 8 GPUs is very slow",
 ])
 def test_phrasings_that_name_no_gpu_share(kn, text: str) -> None:
     from kb.symptom_text import name_causes
 
-    assert "gpu_util" not in classify(text, kn)
+    assert "gpu_util" not in classify(text, kn) or "single node" in text
     assert "gpu_util.launch_bound" not in name_causes(text, kn)
+    assert "nccl" not in classify(text, kn)
 
 
 def test_a_sized_oom_message_in_the_words_states_its_sizes(kn) -> None:
@@ -416,3 +424,16 @@ def test_a_sized_oom_message_in_the_words_states_its_sizes(kn) -> None:
     # near-miss: the message without its sizes states none
     assert "tried_to_allocate_mib" not in extract("CUDA out of memory again at 146 MiB", kn).get(
         "oom", {})
+
+
+@pytest.mark.parametrize(("text", "nccl"), [
+    # one GPU on one node: no collective to hang in
+    ("I trained with 1 GPU (V100) and the code sometimes just hangs at a single step", False),
+    ("单卡训练，跑到一半就卡住了", False),
+    # near-misses: more GPUs, or one GPU on each of several nodes
+    ("it works with 1 GPU but hangs with 2 GPUs", True),
+    ("with 1 GPU on each of 4 nodes the job hangs at the first step", True),
+])
+def test_a_hang_on_one_gpu_names_no_collective(kn, text: str, nccl: bool) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert ("nccl" in rep.branches) is nccl
