@@ -430,3 +430,18 @@ def test_a_failed_cuda_allocation_call_is_an_oom(line: str, oom: bool) -> None:
     a, b = _both(line + "\n")
     assert same(a, b)
     assert (a.get("oom", {}).get("occurred") is True) is oom
+
+
+@pytest.mark.parametrize(("text", "step"), [
+    # no step field: a paste that opens on the NaN says nothing of the steps before it
+    ("[loss=nan, log_p=nan, logdet=nan]\n[loss=nan, log_p=nan]\n", None),
+    ("loss: nan\n", None),
+    # near-misses: healthy records before it place it; the log's own step always does
+    ("loss: 2.31\nloss: 2.05\nloss: nan\n", 3),
+    ("step 500 loss: nan\n", 500),
+])
+def test_first_nonfinite_step_needs_a_step_or_healthy_records(text: str, step: int | None) -> None:
+    a, b = _both(text)
+    assert same(a, b)
+    assert a["numerics"]["nonfinite_count"] >= 1
+    assert a["numerics"].get("first_nonfinite_step") == step

@@ -380,10 +380,9 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("运行速度特别慢，平均只有1.3 token/秒", "inference", None),
     # several nodes slower than one: a comparison of setups is the symptom, not the setup
     ("two nodes train 8 times slower than on a single node with 8 GPUs", "nccl", None),
-    # the loss climbing instead of falling; pauses between epochs
+    # the loss climbing instead of falling
     ("after 5000 iterations the loss rapidly increases and the output is only noise",
      "numerics", None),
-    ("there seems to be a huge delay between epochs", "gpu_util", "gpu_util.periodic_stalls"),
     # host RAM that keeps growing: the RAM stick, not the GPU's memory
     ("随着训练内存占用越来越大，是我64G内存条不够用嘛", "oom", "oom.host_ram_oom"),
 ])

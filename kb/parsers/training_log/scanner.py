@@ -41,6 +41,7 @@ class LogScanner:
         self.ds_skipped = 0
         self.nonfinite = 0
         self.first_nonfinite_step: int | None = None
+        self.loss_nonfinite_seen = False
         self.nan_source: str | None = None
         self.rank_states: dict[int, dict[str, Any]] = {}
         self.forced_outliers: set[int] = set()
@@ -70,8 +71,13 @@ class LogScanner:
         self.nonfinite += 1
         if self.nan_source is None:
             self.nan_source = kind
-        if kind == "loss" and self.first_nonfinite_step is None:
-            self.first_nonfinite_step = self.step if self.step is not None else self.metric_records
+        if kind == "loss" and not self.loss_nonfinite_seen:
+            self.loss_nonfinite_seen = True
+            # without the log's own step, the record's place is a step only after healthy
+            # records: a paste that opens on the NaN says nothing of the steps before it
+            if self.step is not None or self.metric_records > 1:
+                self.first_nonfinite_step = (self.step if self.step is not None
+                                             else self.metric_records)
 
     def lr(self, texts: list[Any]) -> None:
         """Learning-rate values (str or bytes numbers); negative or non-finite ones are dropped."""
