@@ -34,7 +34,6 @@ _JOINED = re.compile(r"(?<![A-Za-z])[a-z]{3,}[A-Z][a-z]\w*")
 _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
 
 
-#: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
 #: a small share of the GPU in use, said in a sentence: "utilises only 5% of NVIDIA 3090 GPU",
 #: "uses just 20 % of the GPUs" (not "of the CPU"); it also reads "low utilization"
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
@@ -42,6 +41,7 @@ _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+
                         r"(?:[\w-]+\s+){0,3}?gpus?\b")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
+#: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
 _EVERY_N = re.compile(r"(?i)\bevery\s+\d[\d,]*k?\s*(?:steps?|iterations?|iters?|batches)\b")
 #: "stuck" said of the reporter, not the job ("I got stuck for a while because ...")
 _PERSON_STUCK = re.compile(r"(?i)\b(?:(?:i|we)(?:'m|'ve been|'re| am| was| were| got| get| have been| had been| are)?"
