@@ -158,7 +158,9 @@ def test_bulk_metric_lines_past_the_sample_cap_equal_line_scan() -> None:
     # past the cap the lists are a bounded selection that keeps the NaN and the last values
     assert all(len(num[k]) <= MAX_SAMPLES for k in ("loss", "grad_norm", "learning_rate"))
     assert any(v != v for v in num["loss"]) and num["loss"][-1] == MAX_SAMPLES + 699.5
-    assert num["nonfinite_count"] == 1 and num["first_nonfinite_step"] == MAX_SAMPLES + 301
+    assert num["nonfinite_count"] == 1
+    # the dicts carry no step: the NaN's place in the paste is no step of the run
+    assert "first_nonfinite_step" not in num
     assert by_blocks["oom"]["count"] == 1
 
 
@@ -433,15 +435,45 @@ def test_a_failed_cuda_allocation_call_is_an_oom(line: str, oom: bool) -> None:
 
 
 @pytest.mark.parametrize(("text", "step"), [
-    # no step field: a paste that opens on the NaN says nothing of the steps before it
+    # no step field: a paste is cut out of a longer run, so a record's place in it is no step
     ("[loss=nan, log_p=nan, logdet=nan]\n[loss=nan, log_p=nan]\n", None),
     ("loss: nan\n", None),
-    # near-misses: healthy records before it place it; the log's own step always does
-    ("loss: 2.31\nloss: 2.05\nloss: nan\n", 3),
+    ("loss: 2.31\nloss: 2.05\nloss: nan\n", None),
+    # near-miss: the log's own step places it
     ("step 500 loss: nan\n", 500),
+    ("step 10 loss: 2.3\nstep 11 loss: nan\n", 11),
 ])
-def test_first_nonfinite_step_needs_a_step_or_healthy_records(text: str, step: int | None) -> None:
+def test_first_nonfinite_step_needs_the_logs_own_step(text: str, step: int | None) -> None:
     a, b = _both(text)
     assert same(a, b)
     assert a["numerics"]["nonfinite_count"] >= 1
     assert a["numerics"].get("first_nonfinite_step") == step
+
+
+def test_a_loop_that_stops_on_a_nan_loss() -> None:
+    # DETR / DeiT / MAE / torchvision detection references: print("Loss is {}, stopping training")
+    text = ("[11:41:33] Epoch: [8]  [ 200/2293]  eta: 1:52:52  lr: 0.000004  loss: 0.2606 (0.2654)\n"
+            "[11:41:59.064379] Loss is nan, stopping training\n")
+    a, b = _both(text)
+    assert same(a, b)
+    assert a["numerics"]["nonfinite_count"] == 1 and a["numerics"]["nan_source"] == "loss"
+    # near-miss: a finite loss at an early stop is no NaN
+    a, _ = _both("Loss is 0.5123, stopping training at epoch 10\n")
+    assert "nonfinite_count" not in a.get("numerics", {})
+
+
+@pytest.mark.parametrize(("text", "scales"), [
+    # apex FP16_Optimizer's Megatron-era copy (NVIDIA/tacotron2 fp16_optimizer.py): no new scale
+    ("OVERFLOW! Skipping step. Attempted loss scale: 4294967296\n"
+     "OVERFLOW! Skipping step. Attempted loss scale: 2147483648.0\n", [4294967296.0, 2147483648.0]),
+    # apex/fp16_utils/fp16_optimizer.py
+    ("OVERFLOW! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0\n", [32768.0]),
+    # DeepSpeed's fused / unfused fp16 optimizers
+    ("[2024-03-08 16:33:21,416] [INFO] [unfused_optimizer.py:207:step] [deepspeed] fp16 dynamic loss "
+     "scale overflow! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0\n", [32768.0]),
+])
+def test_loss_scaler_overflow_messages_count_skipped_steps(text: str, scales: list[float]) -> None:
+    a, b = _both(text)
+    assert same(a, b)
+    assert a["numerics"]["skipped_steps"] == len(scales)
+    assert a["numerics"]["loss_scale"] == scales

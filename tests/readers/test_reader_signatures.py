@@ -378,3 +378,19 @@ def test_lightning_tensor_core_notice_states_matmul_precision_highest() -> None:
 def test_messages_of_older_releases_and_cut_prefixes(message: str, cause: str, fires: bool) -> None:
     causes, _ = _scan(message)
     assert (cause in causes) is fires
+
+
+@pytest.mark.parametrize(("message", "fires"), [
+    # apex/fp16_utils/fp16_optimizer.py, and NVIDIA/tacotron2's copy without the new scale
+    ("OVERFLOW! Skipping step. Attempted loss scale: 65536.0, reducing to 32768.0", True),
+    ("OVERFLOW! Skipping step. Attempted loss scale: 4294967296", True),
+    # near-misses: DeepSpeed's own wording is its own signature; a word "overflow" is none
+    ("[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+     False),
+    ("the attention scores overflow in fp16", False),
+])
+def test_apex_fp16_optimizer_overflow(message: str, fires: bool) -> None:
+    causes, facts = _scan(message)
+    apex = fires and "numerics.grad_scaler_skipping" in causes
+    assert apex is fires
+    assert (facts.get("numerics", {}).get("dtype") == "fp16") is fires

@@ -27,9 +27,19 @@ _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+
 _STEP = re.compile(r"(?<![\w])(?:steps?|iteration|iter|global_step)[\s:=]+(\d+)", re.I)
 _MEGATRON_ITER = re.compile(r"iteration\s+(\d+)\s*/")
 _APEX = re.compile(r"Gradient overflow\.\s+Skipping step, loss scaler \d+ reducing loss scale to ([0-9.e+-]+)")
+#: a loss scaler that skipped a step: DeepSpeed's "[deepspeed] OVERFLOW! Rank 0 Skipping step.
+#: Attempted loss scale: X, reducing to Y" (runtime/fp16/loss_scaler.py) and "fp16 dynamic loss
+#: scale overflow! Skipping step. ..." (fused_optimizer.py, unfused_optimizer.py); apex's
+#: FP16_Optimizer "OVERFLOW! Skipping step. Attempted loss scale: X, reducing to Y"
+#: (apex/fp16_utils/fp16_optimizer.py) and its Megatron-era copies without the new scale
+#: (NVIDIA/tacotron2 fp16_optimizer.py: "... Attempted loss scale: X")
 _DS = re.compile(
-    r"OVERFLOW! Rank \d+ Skipping step\. Attempted loss scale: ([0-9.e+]+), (?:reducing to ([0-9.e+]+)|but hysteresis)"
+    r"(?:OVERFLOW! (?:Rank \d+ )?|fp16 dynamic loss scale overflow! )Skipping step\. Attempted loss scale: "
+    r"([0-9.e+]+)(?:, (?:reducing to ([0-9.e+]+)|but hysteresis))?"
 )
+#: a training loop that stops on a non-finite loss: DETR, DeiT, MAE and torchvision's detection
+#: reference engines print "Loss is nan, stopping training" (``if not math.isfinite(loss_value)``)
+_STOPPING = re.compile(r"\bLoss is ([-+]?(?:nan|inf)), stopping training")
 _DS_COUNTER = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _FAIRSEQ = re.compile(r"overflow detected, (?:ignoring gradient, )?setting loss scale to: ([0-9.e+-]+)")
 _LOSS_SCALE_KV = re.compile(r"\bloss_scale=([0-9.e+-]+)")
@@ -47,6 +57,12 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
     """A line of the numerics family (``low`` is its lower-case form)."""
     if "overflow" in low and _overflow(sc, line):
         return
+    if "stopping training" in low:
+        m = _STOPPING.search(line)
+        if m:
+            sc.metric_records += 1
+            sc.metric("numerics.loss", float(m.group(1)), "loss")
+            return
     if "nan or inf found in input tensor" in low:
         sc.nonfinite += 1
         return
@@ -75,6 +91,8 @@ def _overflow(sc: LogScanner, line: str) -> bool:
         sc.skip()
         if m.group(2):
             sc.sample("numerics.loss_scale", num(m.group(2)))
+        elif "hysteresis" not in line:  # the bare form: the scale that overflowed is the one set
+            sc.sample("numerics.loss_scale", num(m.group(1)))
         return True
     m = _FAIRSEQ.search(line)
     if m:

@@ -73,11 +73,10 @@ class LogScanner:
             self.nan_source = kind
         if kind == "loss" and not self.loss_nonfinite_seen:
             self.loss_nonfinite_seen = True
-            # without the log's own step, the record's place is a step only after healthy
-            # records: a paste that opens on the NaN says nothing of the steps before it
-            if self.step is not None or self.metric_records > 1:
-                self.first_nonfinite_step = (self.step if self.step is not None
-                                             else self.metric_records)
+            # only the log's own step places it: a paste is cut out of a longer run, so the
+            # record's place in it says nothing of how many steps came before
+            if self.step is not None:
+                self.first_nonfinite_step = self.step
 
     def lr(self, texts: list[Any]) -> None:
         """Learning-rate values (str or bytes numbers); negative or non-finite ones are dropped."""
