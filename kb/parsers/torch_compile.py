@@ -66,6 +66,9 @@ _OLD_BREAK = re.compile(r"Graph break:(.*?)(?:\s*from user code at:?\s*$|\s*$)")
 _BREAK_REASON = re.compile(r"Graph Break Reason: (.*)")
 _UNSUPPORTED_EXC = re.compile(r"torch\._dynamo\.exc\.(?:Unsupported|UserError): (.*)")
 _RECOMPILE = re.compile(r"Recompiling function (\S+) in")
+#: the compile id just before the recompiles logger's tag, wherever the line starts (a paste
+#: may cut or prefix the glog header): "... guards.py:2813] [0/4] [__recompiles] Recompiling"
+_RECOMPILE_CID = re.compile(r"\[(\d+/\d+(?:_\d+)?)\] \[__recompiles(?:_verbose)?\]")
 #: SkipFunctionVariable's reason for a C/pybind function (torch 2.3-2.6), also warned once as a
 #: UserWarning from torch/_dynamo/variables/functions.py: "Graph break due to unsupported builtin
 #: flash_attn_2_cuda.PyCapsule.fwd. This function is either a Python builtin ..."
@@ -275,6 +278,9 @@ class CompileScanner:
                 self.recompile_reasons[kind] += 1
             else:
                 self.pending_recompile = True
+            if not cid:
+                mc = _RECOMPILE_CID.search(line)
+                cid = mc.group(1) if mc else None
             if cid and "/" in cid:
                 # dynamo numbers a frame's compiles "[frame/attempt]": "[5/3]" is the third
                 # recompile of frame 5 even when the log kept only this one message

@@ -263,3 +263,23 @@ def test_the_recompile_limit_raised(line: str, fullgraph: bool) -> None:
     got = torch_compile.parse([line + "\n"], "t").facts["compile"]
     assert got["cache_limit_hit"] is True and got.get("fullgraph", False) is fullgraph
     assert got["graph_breaks"] == 0  # the limit, not a graph break
+
+
+@pytest.mark.parametrize(("first", "recompiles"), [
+    # TORCH_LOGS=recompiles (torch/_dynamo/guards.py): "[0/4]" is frame 0's fourth recompile,
+    # read even when the paste cut or prefixed the glog header
+    ("t]V0304 10:24:23.421000 3131076 torch/_dynamo/guards.py:2813] [0/4] [__recompiles] "
+     "Recompiling function forward in transformer_cogview4.py:374", 4),
+    ("V0304 10:24:23.421000 3131076 torch/_dynamo/guards.py:2813] [0/4] [__recompiles] "
+     "Recompiling function forward in transformer_cogview4.py:374", 4),
+    # near-miss: with no compile id, the one message is one recompile
+    ("Recompiling function forward in transformer_cogview4.py:374", 1),
+])
+def test_a_recompiles_compile_id_counts_the_recompiles_before_it(first: str, recompiles: int) -> None:
+    from kb.parsers import torch_compile
+
+    lines = [first + "\n",
+             "    triggered by the following guard failure(s):\n",
+             "    - 0/3: ___check_obj_id(L['self'].rope.freqs_h, 139976127328032)\n"]
+    res = torch_compile.parse(lines, "t")
+    assert res.facts["compile"]["recompiles"] == recompiles
