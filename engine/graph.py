@@ -226,7 +226,7 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             if cond.op == "missing":
                 problems.append(f"{place} entry: '{cond.fact} missing' would put the branch "
                                 f"in play with no evidence")
-        for cond in b.context:
+        for cond in b.context + iter_conditions(b.words_void_when):
             check_fact(place, cond.fact)
             check_value(place, cond.value)
         if sum(1 for n in b.nodes if n.kind == "start") != 1:

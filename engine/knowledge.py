@@ -30,7 +30,6 @@ from .schema import FactSchema, build_model
 Op = Literal["<", "<=", ">", ">=", "==", "!=", "in", "exists", "missing", "contains"]
 Severity = Literal["fix_now", "tune", "investigate", "watch"]
 SEVERITY_ORDER: dict[str, int] = {"fix_now": 0, "tune": 1, "investigate": 2, "watch": 3}
-PREVALENCE_ORDER: dict[str, int] = {"very_common": 0, "common": 1, "occasional": 2, "rare": 3}
 #: a cause's ``prevalence`` as so many incidents of prior belief, added to how many real
 #: incidents it was observed behind (``observed.yaml``): the expert's word counts for a few
 #: cases, and a cause seen in none keeps a prior above zero
@@ -259,6 +258,9 @@ class BranchGraph(_Model):
     #: serving engine's launch command): when the user's words name only another branch's weak
     #: words ("it is very slow"), they are about this branch
     context: list[Condition] = Field(default_factory=list)
+    #: facts under which the user's words cannot be about this branch (a job on one GPU of one
+    #: node has no collective to hang in): when all hold, its words name nothing
+    words_void_when: list[Clause] = Field(default_factory=list)
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)

@@ -471,6 +471,14 @@ def _branches_meeting(flat: dict[str, Any], kn: Knowledge) -> tuple[set[str], li
             [b.id for b in branches if b.context and all(holds(c) for c in b.context)])
 
 
+def _void(branch: Any, flat: dict[str, Any], kn: Knowledge) -> bool:
+    """Whether every ``words_void_when`` clause of ``branch`` holds on the known facts."""
+    from kb.engine.conditions import evaluate_clause
+
+    return bool(branch.words_void_when) and all(
+        evaluate_clause(c, flat, kn) is True for c in branch.words_void_when)
+
+
 def _weak_only(branches: dict[str, list[str]], kn: Knowledge) -> bool:
     """Whether every word that named a branch is one of its weak words ("slow")."""
     return bool(branches) and all(
@@ -497,8 +505,8 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
     branches = classify(plain, kn) if text else {}
-    entered, in_context = _branches_meeting(
-        flatten(facts.model_dump(mode="python", exclude_defaults=True)), kn)
+    stated = flatten(facts.model_dump(mode="python", exclude_defaults=True))
+    entered, in_context = _branches_meeting(stated, kn)
     context_note: str | None = None
     if _weak_only(branches, kn):
         # "it is very slow" beside a serving engine's launch command is about serving
@@ -510,12 +518,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
                             f"the job's setup places it there ({why})")
             branches = {ctx[0]: words}
     extracted = extract(text, branch=facts.symptom or next(iter(branches), None))
-    # a job on one GPU of one node has no collective to hang in: "it hangs at a step" there
-    # names no NCCL cause (the words still name the other branches they name)
-    one_gpu = (extracted.get("gpu", {}).get("count") == 1
-               and extracted.get("distributed", {}).get("nnodes") in (None, 1))
-    if one_gpu and "nccl" in branches and facts.symptom is None:
-        branches = {b: w for b, w in branches.items() if b != "nccl"}
+    if facts.symptom is None:
+        # words cannot be about a branch the stated setup rules out ("it hangs" on one GPU)
+        known = {**flatten(extracted), **stated}
+        branches = {b: w for b, w in branches.items() if not _void(kn.branches[b], known, kn)}
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none

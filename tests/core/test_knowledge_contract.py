@@ -102,3 +102,12 @@ def test_cache_is_used_and_invalidated(tmp_path: Path, monkeypatch) -> None:
     p.write_text(p.read_text().replace("severity: fix_now", "severity: tune"))
     c = load(g)
     assert c.causes["gpu_util.cpu_bound"].severity == "tune"
+
+
+def test_words_void_when_names_known_facts(tmp_path: Path) -> None:
+    # a branch's words_void_when is checked like its entry: an unknown fact is a problem
+    g = _copy(tmp_path)
+    p = g / "branches" / "nccl.yaml"
+    p.write_text(p.read_text().replace("{fact: gpu.count, op:", "{fact: gpu.cuont, op:", 1))
+    problems = validate(load(g, use_cache=False))
+    assert any("gpu.cuont" in p for p in problems), problems

@@ -75,3 +75,4 @@ def test_bad_counts_name_the_file(edited_graphs, old: str, new: str, problem: st
         load(root, use_cache=False)
     text = "\n".join(ei.value.problems)
     assert "observed.yaml" in text and problem in text, text
+
