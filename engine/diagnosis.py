@@ -8,6 +8,7 @@ would decide the open hypotheses -> a status.
 
 from __future__ import annotations
 
+import math
 import os
 
 from collections.abc import Callable
@@ -30,6 +31,12 @@ Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 #: noise override the prior; a branch no word names opens on a likeness above it (README "How
 #: hypotheses are ranked")
 MIN_RESEMBLANCE = 0.08
+#: where the evidence ties, a hypothesis ranks by log(prior) + RESEMBLANCE_WEIGHT * likeness:
+#: the words' likeness to its description weighed against how often it was the cause, not one
+#: before the other (a likeness of 0.1, one rarer shared word, outweighs a prior 4.5 times
+#: higher, not any prior). Measured on both corpora: 10-20 rank alike and better than either
+#: order; likeness first let one shared word override a sevenfold prior
+RESEMBLANCE_WEIGHT = 15.0
 
 
 # Plain dataclasses: these never cross the API boundary (kb.report words them into the
@@ -412,12 +419,12 @@ class Reasoner:
         # (how often the cause was behind its branch's incidents; the SOP's own causes before
         # additions beyond it); priority
         seeded = 0 if cause.seed != "beyond-seed" else 1
-        # when the evidence ties: the branch the inputs name with more words, then the cause
-        # whose description the words read like, then the order the branches were named in,
-        # before the prior
+        # when the evidence ties: the branch the inputs name with more words, then the prior
+        # and the likeness of the words to the cause's description together, then the order
+        # the branches were named in
+        likely = math.log(self._prior[r.cause_id]) + RESEMBLANCE_WEIGHT * r.resemblance
         return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
-                -r.resemblance, branch_strength[2],
-                -self._prior[r.cause_id], seeded, -cause.priority,
+                -round(likely, 9), branch_strength[2], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
 
     def _leads(self, a: CauseResult, b: CauseResult) -> bool:

@@ -39,6 +39,17 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
                         r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
                         r"(?:[\w-]+\s+){0,3}?gpus?\b")
+#: the host CPU said to be idle or little used ("CPU utilization was not very high", "very low
+#: utilization on my CPUs", "a lot of CPU idle", "CPU 利用率很低"): it reads "cpu idle", so the
+#: CPU words in it ("cpu utilization") do not name a CPU-bound loop
+_CPU_IDLE = re.compile(
+    r"(?i)\b(?:cpus?|cores|processors?)(?:\s+(?:usage|utili[sz]ation|load|utili[sz]ation rate))?"
+    r"\s+(?:is|was|are|were|stays?|remains?|seems?(?:\s+to\s+be)?|looks?)\s+(?:still\s+|also\s+|mostly\s+)?"
+    r"(?:very\s+|rather\s+|quite\s+|pretty\s+|extremely\s+|super\s+|really\s+)?"
+    r"(?:low|idle|not\s+(?:very\s+|that\s+|so\s+)?high|not\s+(?:fully\s+)?(?:used|utili[sz]ed|busy|saturated))\b"
+    r"|\b(?:very\s+|extremely\s+|super\s+)?low\s+(?:cpu\s+(?:usage|utili[sz]ation|load)|utili[sz]ation\s+(?:on|of)\s+(?:my|the|all)\s+cpus?)\b"
+    r"|\b(?:lots?\s+of|much|plenty\s+of)\s+cpu\s+idle\b"
+    r"|cpu\s*(?:利用率|占用率?|使用率)\s*(?:很|也|比较|都|一直)?\s*(?:低|不高)")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -62,8 +73,10 @@ def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
-    period also reads "every n steps", a small share of the GPU in use "low utilization"."""
+    period also reads "every n steps", a small share of the GPU in use "low utilization", a
+    CPU said to be idle "cpu idle"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
+    text = _CPU_IDLE.sub(" cpu idle ", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     if _EVERY_N.search(text):

@@ -276,6 +276,8 @@ def test_the_tcpstore_connect_warning(message: str, fires: bool) -> None:
     ("    State:          Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n", True),
     # the shell's report of a SIGKILLed foreground job: evidence only
     ("Epoch 3: 41%|####      | 410/1000\nKilled\n", False),
+    # bash's job table for a background job that got SIGKILL (jobs.c: job number, status, command)
+    ("Epoch 3: 41%|####      | 410/1000\n[1]+  Killed                  nohup python3 train.py\n", False),
 ])
 def test_killed_jobs(text: str, proof: bool) -> None:
     causes, facts = _scan(text)
@@ -285,6 +287,9 @@ def test_killed_jobs(text: str, proof: bool) -> None:
 
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
+    assert "oom.host_ram_oom" not in causes
+    # a job that ended with another status in bash's table is no SIGKILL
+    causes, _ = _scan("[2]-  Terminated              nohup python3 train.py\n[1]+  Done  python eval.py\n")
     assert "oom.host_ram_oom" not in causes
 
 

@@ -209,5 +209,7 @@ class ColumnarScan(BlockScan):
                 s[path].extend_column(vals, step=sc.step)
         if stepped:
             sc.step = int(region.steps(last, last)[0])
+            if name == "megatron" and cols.get("ms") is not None:
+                sc.timed_steps(int(region.steps(first, first)[0]), sc.step)
         sc.metric_records += n
         sc.run = 0

@@ -748,6 +748,9 @@ class FixedScan(ColumnarScan):
         if stepped:
             last = runs[-1]
             sc.step = last.step_at(data, last.n - 1)
+            timed = [r for r in runs if "ms" in r.vals and "ms" in _APPLIED[name]]
+            if timed:
+                sc.timed_steps(timed[0].step_at(data, 0), timed[-1].step_at(data, timed[-1].n - 1))
         sc.metric_records += sum(r.n for r in runs)
         sc.run = 0
 

@@ -139,6 +139,7 @@ def _megatron(sc: LogScanner, rows: list[Row]) -> bool:
     s["numerics.loss_scale"].extend(scale, steps=step_c)
     s["numerics.learning_rate"].extend(lr, steps=step_c)
     s["training.step_time_ms"].extend(ms, steps=step_c)
+    sc.timed_steps(int(step_c[0]), int(step_c[-1]))
     sc.step = int(step_c[-1])
     sc.metric_records += n
     sc.run = 0

@@ -23,6 +23,12 @@ _HF_LR = re.compile(r"'(?:learning_rate|lr)': " + _NUM)
 _HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
 _PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
+#: a step's time on a loss line, in ms: nanoGPT's "iter 100: loss 4.2345, time 123.45ms, mfu
+#: 12.34%" (train.py), nanochat's "step 00018/13920 (0.13%) | loss: 6.906673 | ... | dt: 682.98ms
+#: | tok/sec: ..." (scripts/base_train.py), llm.c's "step 1/74 | train loss 11.0 | norm 1.2 | lr
+#: 1.00e-04 | 123.45 ms | ..." (train_gpt2.cu), "step_time_ms=305.1" prints
+_PLAIN_MS = re.compile(r"(?<![\w.])(?:dt|time|step[_ ]time(?:[_ ]ms)?|iter[_ ]time(?:[_ ]ms)?)\s*[:=]?\s*"
+                       r"(\d+(?:\.\d+)?)\s*ms\b|\|\s*(\d+(?:\.\d+)?)\s*ms\s*\|", re.I)
 #: the log's own step field; ``steps: N`` is DeepSpeed's pipeline engine
 _STEP = re.compile(r"(?<![\w])(?:steps?|iteration|iter|global_step)[\s:=]+(\d+)", re.I)
 _MEGATRON_ITER = re.compile(r"iteration\s+(\d+)\s*/")
@@ -146,6 +152,9 @@ def _plain(sc: LogScanner, line: str) -> None:
         sc.sample("numerics.loss_scale", num(m.group(1)))
     if got:
         sc.run = 0
+        m = _PLAIN_MS.search(line)
+        if m:
+            sc.sample("training.step_time_ms", float(m.group(1) or m.group(2)))
 
 
 def megatron(sc: LogScanner, line: str) -> None:

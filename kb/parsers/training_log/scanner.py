@@ -9,7 +9,7 @@ from typing import Any, Callable
 from kb.parsers import ranks, vllm_metrics
 from kb.parsers.base import MAX_SAMPLES, ParseResult, get_fact, set_fact, strip_ansi, trim
 from kb.parsers.torch_compile import CompileScanner
-from kb.parsers.training_log import distributed, oom
+from kb.parsers.training_log import distributed, oom, stalls
 from kb.parsers.training_log.numerics import numerics
 from kb.parsers.training_log.series import Series
 from kb.parsers.training_log.triggers import FAMILY_LITERALS
@@ -49,6 +49,8 @@ class LogScanner:
         self.inference: dict[str, Any] = {}
         #: the backward ops anomaly mode named; more than one (pastes of several runs) names none
         self.anomaly_ops: list[str] = []
+        #: the log's steps at the first and the last step-time record (the records' stride)
+        self.step_time_steps: list[int] = []
         #: set by the reader around each fed line: the lines before it (up to LOOKBACK, oldest
         #: first) and the line after it ("" at the end)
         self.before: Callable[[], list[str]] = list
@@ -62,6 +64,15 @@ class LogScanner:
         if path in ("numerics.loss_scale", "numerics.learning_rate") and not (math.isfinite(value) and value >= 0):
             return
         self.series[path].add(value, self.step)
+        if path == "training.step_time_ms" and self.step is not None:
+            self.timed_steps(self.step, self.step)
+
+    def timed_steps(self, first: int, last: int) -> None:
+        """The log's steps of a run of step-time records (the first and the last of them)."""
+        if not self.step_time_steps:
+            self.step_time_steps = [first, last]
+        else:
+            self.step_time_steps[1] = last
 
     def metric(self, path: str, value: float, kind: str) -> None:
         """A loss or grad-norm value; a non-finite one is counted with the step it came at."""
@@ -167,6 +178,12 @@ class LogScanner:
                     f"{path}: {s.count} samples; {len(f[group][key])} kept (the first, a downsample, the extremes, "
                     "around the first non-finite value and the last)"
                 )
+        st = self.series["training.step_time_ms"]
+        if st.count and st.count <= MAX_SAMPLES:  # every record at hand, in log order
+            first, last = self.step_time_steps or (0, 0)
+            stride = (last - first) / (st.count - 1) if st.count > 1 and last > first else 1.0
+            for key, value in stalls.slow_steps(st.head, stride).items():
+                f.setdefault("training", {})[key] = value
         if self.rank_states or self.forced_outliers:
             states, outliers, notes = ranks.analyse(
                 self.rank_states.values(), timeout_op=get_fact(f, "distributed.timeout_op")
