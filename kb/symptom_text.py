@@ -119,8 +119,11 @@ _EVEN_WITH_LESS = r"(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smal
 #: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
 #: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
 #: memory" is the problem)
+#: "I did not test with torch.compile", "haven't tried fp16 yet": a thing said not to be in use
+_NOT_USED = (r"(?<![a-z])(?:did ?n[o']?t|have ?n[o']?t|has ?n[o']?t|never|not yet) (?:use|used|test|tested|try|tried|"
+             r"enable|enabled|turn on|turned on)(?: it)?(?: with| on)?")
 _NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _EVEN_WITH_LESS
-                         + r"\s+)$")
+                         + r"\s+|" + _NOT_USED + r"\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
                         r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
                         # the same in Chinese: "显存正常", "内存都还正常", "显存够用"
