@@ -40,9 +40,14 @@ RECOMPILE_CATEGORIES: tuple[str, ...] = ("shape", "dtype", "float", "other")
 # (category, pattern on the lower-cased reason); the first match wins
 _BREAK_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("print", re.compile(r"\bprint\b|\blogging\b|\blogger\b|builtinvariable\(print\)")),
+    # int() / float() of a tensor (torch<=2.1 prints "call_function BuiltinVariable(int)
+    # [TensorVariable()] {}", dynamo's generic unimplemented() in variables/builtin.py): the value
+    # is pulled to the host like .item(); bool() of a tensor decides a Python branch on it
+    ("control_flow", re.compile(r"builtinvariable\(bool\) \[tensorvariable")),
     ("host_sync", re.compile(
         r"\.item\(\)|tensor\.item|\bitem\b|tolist|\.cpu\(\)|\bcpu\b|\.numpy\(\)|\bnumpy\b"
         r"|data[- ]dependent output|_local_scalar_dense|dynamic shape operator"
+        r"|builtinvariable\((?:int|float|complex)\) \[tensorvariable"
     )),
     ("shape_control_flow", re.compile(r"\.shape\b|\bshape\b|size\(\)|\.size\b|symnode|symbolic|symint|sym_size")),
     ("control_flow", re.compile(

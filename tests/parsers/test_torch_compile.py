@@ -46,6 +46,14 @@ def test_sample(fixture: str, fmt: str, expected: dict) -> None:
     ("generic_jump TensorVariable()", "control_flow"),
     ("Unsupported context manager", "control_flow"),
     ("generic_jump SymNodeVariable()", "shape_control_flow"),
+    # torch<=2.1 names a tensor turned into a Python scalar by the builtin called on it:
+    # int()/float() pull the value to the host, bool() decides a Python branch on it
+    ("call_function BuiltinVariable(int) [TensorVariable()] {}", "host_sync"),
+    ("call_function BuiltinVariable(float) [TensorVariable()] {}", "host_sync"),
+    ("call_function BuiltinVariable(bool) [TensorVariable()] {}", "control_flow"),
+    # near-miss: the same builtins on a non-tensor, and other builtins, are unsupported calls
+    ("call_function BuiltinVariable(int) [UserDefinedObjectVariable()] {}", "unsupported"),
+    ("call_function BuiltinVariable(getattr) [TensorVariable(), ConstantVariable(str)] {}", "unsupported"),
     ("Attempted to call function marked as skipped", "unsupported"),
     ("Call to `torch._dynamo.graph_break()`", "other"),
     ("something new", "other"),
