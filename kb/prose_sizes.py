@@ -60,9 +60,19 @@ _GPUS_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\
                       + _GPU_NAME + r")|(?P<m>[单双])卡", re.I)
 
 
+#: several GPUs said without a number ("multi 3090 cards", "multiple GPUs", "multi-GPU", "多卡")
+_MULTI = re.compile(r"(?<![0-9A-Za-z_])(?:multi(?:ple)?|several|many)[\s-]*(?:[\w-]+\s+)?(?:gpus?|cards?)"
+                    r"(?![0-9A-Za-z_])|多卡|多张卡|多块卡|多个\s*gpu|多\s*gpu", re.I)
+
+
 def gpu_count(text: str) -> int | None:
-    """How many GPUs the text says the job uses, or None."""
-    return _largest(text, (*_GPUS, _GPUS_ZH))
+    """How many GPUs the text says the job uses, or None. One GPU said beside several without a
+    number ("works on a single card, OOM on multi 3090 cards") is no count: the trouble is on the
+    several."""
+    n = _largest(text, (*_GPUS, _GPUS_ZH))
+    if n == 1 and _MULTI.search(text):
+        return None
+    return n
 
 
 # "70b", "Llama-2-7B", "Qwen2.5-14B-Instruct", "1.5B", "70 billion parameters"; not "8x7B" (a

@@ -150,6 +150,10 @@ def test_the_setups_sizes_name_no_branch() -> None:
     # an image size is no count ("512x512" is not 512 cards of a product "x512")
     ("my 3080 12GB with euler_a, 512x512, from ~10.5it/s", None), ("1024x1024 images on 4 GPUs", 4),
     ("2x4090", 2), ("A100x8", 8),
+    # one card beside several without a number: the trouble is on the several, count unknown
+    ("training on a single card works, on multi 3090 cards rank 0 runs out of memory", None),
+    ("single-GPU is fine but multi-GPU hangs", None), ("单卡可以跑，多卡就 OOM", None),
+    ("one GPU; the other GPUs are idle", 1),
 ])
 def test_gpu_count(text: str, n: int | None) -> None:
     assert gpu_count(text) == n
