@@ -147,3 +147,38 @@ def full_parameter(text: str) -> bool | None:
     None when it does not say (or says both)."""
     full, adapter = bool(_FULL.search(text)), bool(_ADAPTER.search(text))
     return None if full == adapter else full
+
+
+# "works on a single node", "single-node is unaffected", "I have successfully run it on a single
+# card", "单卡可以": one unit of the setup said to work, in one sentence
+_ONE_UNIT = (r"(?:(?:a|one|the|1)\s+)?(?:single|one|1|individual)[\s-]*(?P<unit>node|machine|host|server|gpu|card|device)s?"
+             r"(?![\w-])|(?P<zh>单机|单卡|一张卡|一台机器)")
+_WORKS = (r"(?:works?|worked|working|fine|ok|okay|unaffected|successfully|succeeds?|succeeded|"
+          r"no (?:problem|issue|error)s?|without (?:any )?(?:problem|issue|error)s?|"
+          r"(?:does|did) ?n[o']?t happen|可以|正常|没问题|没有问题)")
+_WORKS_ALONE = (re.compile(r"(?i)(?:" + _ONE_UNIT + r")[^.。;；!?\n,，]{0,60}?(?<![A-Za-z0-9_-])" + _WORKS
+                           + r"(?![A-Za-z0-9_-])"),
+                re.compile(r"(?i)(?<![A-Za-z0-9_-])" + _WORKS + r"(?![A-Za-z0-9_-])[^.。;；!?\n,，]{0,60}?(?:"
+                           + _ONE_UNIT + r")"))
+_MULTI_NODE = re.compile(r"(?i)(?<![0-9A-Za-z_])(?:multi(?:ple)?|several|many)[\s-]*(?:nodes?|machines?|hosts?)"
+                         r"(?![0-9A-Za-z_])|multinode|across (?:\w+\s+)?(?:nodes|machines|hosts)|多机|多节点|跨节点|跨机")
+
+
+def works_alone(text: str) -> set[str]:
+    """The units ("gpu", "node") the text says the job works on alone while it runs on several
+    of them ("fine on a single node, hangs across 2 nodes"; "works with a single GPU, OOM on 4"):
+    what fails is what the several add (the network between nodes, the extra ranks on GPU 0)."""
+    kinds: set[str] = set()
+    for rx in _WORKS_ALONE:
+        for m in rx.finditer(text):
+            unit, zh = (m.group("unit") or "").lower(), m.group("zh") or ""
+            if unit:
+                kinds.add("node" if unit in ("node", "machine", "host", "server") else "gpu")
+            elif zh:
+                kinds.add("node" if "机" in zh else "gpu")
+    out: set[str] = set()
+    if "node" in kinds and ((nodes(text) or 0) >= 2 or _MULTI_NODE.search(text)):
+        out.add("node")
+    if "gpu" in kinds and ((gpu_count(text) or 0) >= 2 or _MULTI.search(text)):
+        out.add("gpu")
+    return out

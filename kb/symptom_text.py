@@ -513,13 +513,18 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     text = facts.symptom_text or ""
     # the setup's sizes ("48GB of VRAM", "two nodes") are facts (extract reads them); their
     # words name no branch or cause
-    from kb.prose_sizes import setup_spans
+    from kb.prose_sizes import setup_spans, works_alone
 
     plain = text
     for a, b in setup_spans(text):
         if _THAN.search(text[max(0, a - 24):a]):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
+    alone = works_alone(text) if text else set()
+    if alone:
+        # "fine on a single node, hangs across two": the setup compared is the symptom; it reads
+        # as the knowledge's words for it ("works on one node only")
+        plain += " \n " + " ; ".join(f"works on one {u} only" for u in sorted(alone))
     branches = classify(plain, kn) if text else {}
     stated = flatten(facts.model_dump(mode="python", exclude_defaults=True))
     entered, in_context = _branches_meeting(stated, kn)

@@ -199,3 +199,34 @@ def test_full_fine_tuning_in_the_words_supports_too_large() -> None:
     assert full.hypotheses[0].cause_id == "oom.startup_too_large"
     ev = {h.cause_id: h.evidence for h in lora.hypotheses}
     assert full.hypotheses[0].evidence > ev["oom.startup_too_large"]
+
+
+@pytest.mark.parametrize(("text", "units"), [
+    ("Everything works fine on a single-node machine. We then move to a multi-node cluster and get an error.", {"node"}),
+    ("Any multi-node job dies at NCCL bootstrap. Single-node is unaffected.", {"node"}),
+    ("I checked single node training and it works fine. It fails on 2 nodes.", {"node"}),
+    ("I have successfully run the training code in a single card. On multi 3090 cards it runs out of memory.", {"gpu"}),
+    ("The error does not happen when I run training with a single GPU; with 4 GPUs it does.", {"gpu"}),
+    ("单卡可以，多卡就 OOM", {"gpu"}),
+    # near-misses: one unit alone, no several to compare with; the one unit being the slow one
+    ("works fine on a single GPU", set()),
+    ("I am running on a single GPU and it is slow", set()),
+    ("slow on one node, ok on 2 nodes", set()),
+    ("单机多卡训练正常", set()),
+])
+def test_works_alone(text: str, units: set[str]) -> None:
+    from kb.prose_sizes import works_alone
+
+    assert works_alone(text) == units
+
+
+def test_working_alone_names_what_the_several_add() -> None:
+    # the network between nodes, not a rank out of step
+    rep = kb.diagnose(symptom="Training works fine on a single node, but across 2 nodes it hangs at init.")
+    assert rep.branches[0] == "nccl"
+    assert [h.cause_id for h in rep.hypotheses][0] in {
+        "nccl.socket_ifname_wrong", "nccl.connect_refused", "nccl.roce_gid_index"}
+    # the extra ranks' memory on GPU 0, not a model too large for the card
+    rep = kb.diagnose(symptom="I have successfully run training on a single card, but on multiple cards "
+                              "it fails with CUDA out of memory.")
+    assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
