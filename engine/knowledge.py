@@ -241,6 +241,16 @@ class Said(_Model):
     words: WordList
 
 
+class Yield(_Model):
+    """A branch's words read as another branch's in a text about that other kind of job: the
+    text names one of ``when_words`` (what the job is) and none of ``unless_words`` (what would
+    make it this branch's kind of job after all)."""
+
+    to: str
+    when_words: WordList
+    unless_words: WordList = Field(default_factory=WordList)
+
+
 class BranchGraph(_Model):
     """One symptom branch: its vocabulary, entry conditions and decision graph."""
 
@@ -261,6 +271,9 @@ class BranchGraph(_Model):
     #: facts under which the user's words cannot be about this branch (a job on one GPU of one
     #: node has no collective to hang in): when all hold, its words name nothing
     words_void_when: list[Clause] = Field(default_factory=list)
+    #: the kind of job its words are about when the text names another kind ("GPU utilization is
+    #: low" said of running Llama-3-8B under ollama, with no training named, is about serving)
+    yields: Yield | None = None
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)

@@ -495,6 +495,26 @@ def _void(branch: Any, flat: dict[str, Any], kn: Knowledge) -> bool:
         evaluate_clause(c, flat, kn) is True for c in branch.words_void_when)
 
 
+def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge
+             ) -> tuple[dict[str, list[str]], str | None]:
+    """``branches`` with each branch whose ``yields`` holds on ``text`` read as the branch it
+    yields to, and a note saying so (None when none moved)."""
+    low = _norm_text(text)
+    notes: list[str] = []
+    for b in list(branches):
+        y = kn.branches[b].yields
+        if y is None or b not in branches:
+            continue
+        named = _spans(low, y.when_words)
+        if not named or _spans(low, y.unless_words):
+            continue
+        words = branches.pop(b)
+        branches[y.to] = branches.get(y.to, []) + [w for w in words if w not in branches.get(y.to, [])]
+        notes.append(f"symptom text: {', '.join(repr(w) for w in words)} read as {y.to}: the text is "
+                     f"about {', '.join(repr(w) for w, _, _ in named)} and names no {b} job")
+    return dict(sorted(branches.items(), key=lambda kv: -len(kv[1]))), "; ".join(notes) or None
+
+
 def _weak_only(branches: dict[str, list[str]], kn: Knowledge) -> bool:
     """Whether every word that named a branch is one of its weak words ("slow")."""
     return bool(branches) and all(
@@ -526,6 +546,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # as the knowledge's words for it ("works on one node only")
         plain += " \n " + " ; ".join(f"works on one {u} only" for u in sorted(alone))
     branches = classify(plain, kn) if text else {}
+    yield_note: str | None = None
+    if branches:
+        branches, yield_note = _yielded(branches, text, kn)
     stated = flatten(facts.model_dump(mode="python", exclude_defaults=True))
     entered, in_context = _branches_meeting(stated, kn)
     context_note: str | None = None
@@ -583,5 +606,5 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         facts = model_for(data, kn).model_validate(data)
     shown = branches if facts.symptom is None else {}
     line = evidence_line(text, shown, applied)
-    notes = [n for n in (context_note, line) if n]
+    notes = [n for n in (context_note, yield_note, line) if n]
     return facts, branches, notes + warnings

@@ -111,3 +111,12 @@ def test_words_void_when_names_known_facts(tmp_path: Path) -> None:
     p.write_text(p.read_text().replace("{fact: gpu.count, op:", "{fact: gpu.cuont, op:", 1))
     problems = validate(load(g, use_cache=False))
     assert any("gpu.cuont" in p for p in problems), problems
+
+
+def test_yields_names_a_known_branch(tmp_path: Path) -> None:
+    # a branch's yields must go to another branch that exists
+    g = _copy(tmp_path)
+    p = g / "branches" / "gpu_util.yaml"
+    p.write_text(p.read_text().replace("yields:\n  to: inference", "yields:\n  to: infernce", 1))
+    problems = validate(load(g, use_cache=False))
+    assert any("yields: unknown branch 'infernce'" in p for p in problems), problems

@@ -230,3 +230,4 @@ def test_working_alone_names_what_the_several_add() -> None:
     rep = kb.diagnose(symptom="I have successfully run training on a single card, but on multiple cards "
                               "it fails with CUDA out of memory.")
     assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
+

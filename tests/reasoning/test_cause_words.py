@@ -90,3 +90,19 @@ def test_two_words_of_a_cause_weigh_more_than_one() -> None:
 ])
 def test_ram_is_host_memory(text: str, named: bool) -> None:
     assert ("oom.host_ram_oom" in name_causes(text, KN)) is named
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a language model run or served, no training named: utilisation words are about serving
+    ("Low GPU utilization when running Deepseek-r1-distill-llama-8B", "inference"),
+    ("ollama uses only the CPU and the GPU usage stays at 0%", "inference"),
+    # near-misses: the same model trained, or no model named
+    ("GPU utilization is low when fine-tuning Llama-3-8B with LoRA", "gpu_util"),
+    ("Low GPU utilization when running my ResNet", "gpu_util"),
+    ("我用 qwen 微调的时候 GPU 利用率很低", "gpu_util"),
+])
+def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
+    rep = kb.diagnose(symptom=text)
+    assert rep.branches[0] == branch
+    if branch == "inference":
+        assert any("read as inference" in w for w in rep.warnings)
