@@ -477,3 +477,19 @@ def test_loss_scaler_overflow_messages_count_skipped_steps(text: str, scales: li
     assert same(a, b)
     assert a["numerics"]["skipped_steps"] == len(scales)
     assert a["numerics"]["loss_scale"] == scales
+
+
+def test_a_non_finite_evaluation_loss_is_counted_not_sampled() -> None:
+    from kb.parsers import training_log
+
+    # transformers Trainer logs evaluate()'s metrics as a dict of its own
+    res = training_log.parse([
+        "{'loss': 0.3877, 'grad_norm': 0.341796875, 'learning_rate': 4.89e-07, 'epoch': 9.5}",
+        "{'eval_loss': nan, 'eval_runtime': 5.3319, 'eval_samples_per_second': 1.313, 'epoch': 9.0}",
+    ], "trainer.log")
+    assert res.facts["numerics"]["nonfinite_count"] == 1
+    assert res.facts["numerics"]["nan_source"] == "loss"
+    assert res.facts["numerics"]["loss"] == [0.3877]  # the training loss series stays the training loss
+    # a finite evaluation loss is no signal
+    res = training_log.parse(["{'eval_loss': 0.52, 'eval_runtime': 5.33, 'epoch': 9.0}"], "trainer.log")
+    assert "numerics" not in res.facts

@@ -9,6 +9,7 @@ these lines in bulk (:mod:`.formats`) and must give the same facts as this modul
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 _NUM = r"([-+]?(?:nan|inf(?:inity)?|\d+(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+(?:e[-+]?\d+)?))"
 _HF = re.compile(r"'(loss|grad_norm)': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
 _HF_LR = re.compile(r"'(?:learning_rate|lr)': " + _NUM)
+#: transformers Trainer.evaluate()'s metrics dict as logged ("{'eval_loss': nan, ...}")
+_HF_EVAL_LOSS = re.compile(r"'eval_loss': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
 _HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
 _PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
@@ -71,6 +74,15 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
             return
     if "nan or inf found in input tensor" in low:
         sc.nonfinite += 1
+        return
+    if "'eval_loss'" in line:
+        # the Trainer's evaluation dict ({'eval_loss': nan, 'eval_runtime': ...}): a non-finite
+        # evaluation loss is one, not a training-loss sample
+        m = _HF_EVAL_LOSS.search(line)
+        if m and (v := num(m.group(1))) is not None and not math.isfinite(v):
+            sc.nonfinite += 1
+            if sc.nan_source is None:
+                sc.nan_source = "loss"
         return
     if "skipped=" in line:
         m = _DS_COUNTER.search(line)
