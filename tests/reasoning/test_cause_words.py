@@ -106,3 +106,15 @@ def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
     assert rep.branches[0] == branch
     if branch == "inference":
         assert any("read as inference" in w for w in rep.warnings)
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a server that hangs or crashes across its GPUs, no word of speed: a collective problem
+    ("vLLM with tensor-parallel-size=4 hangs at NCCL communicator init", "nccl"),
+    ("Crash with `--tensor-parallel-size` in the docker container, vllm dies with SIGBUS", "nccl"),
+    # near-misses: the same server slow, or crashing under concurrent load
+    ("vLLM with tensor-parallel-size=4 is slow, TTFT is 10 s", "inference"),
+    ("the lmdeploy server crashes at concurrency 4", "inference"),
+])
+def test_serving_that_hangs_yields_to_the_collective_branch(text: str, branch: str) -> None:
+    assert kb.diagnose(symptom=text).branches[0] == branch
