@@ -104,19 +104,18 @@ def test_cache_is_used_and_invalidated(tmp_path: Path, monkeypatch) -> None:
     assert c.causes["gpu_util.cpu_bound"].severity == "tune"
 
 
-def test_words_void_when_names_known_facts(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("branch", "old", "new", "problem"), [
     # a branch's words_void_when is checked like its entry: an unknown fact is a problem
-    g = _copy(tmp_path)
-    p = g / "branches" / "nccl.yaml"
-    p.write_text(p.read_text().replace("{fact: gpu.count, op:", "{fact: gpu.cuont, op:", 1))
-    problems = validate(load(g, use_cache=False))
-    assert any("gpu.cuont" in p for p in problems), problems
-
-
-def test_yields_names_a_known_branch(tmp_path: Path) -> None:
+    ("nccl", "{fact: gpu.count, op:", "{fact: gpu.cuont, op:", "gpu.cuont"),
     # a branch's yields must go to another branch that exists
+    ("gpu_util", "yields:\n  to: inference", "yields:\n  to: infernce", "yields: unknown branch 'infernce'"),
+])
+def test_branch_word_rules_are_validated(tmp_path: Path, branch: str, old: str, new: str,
+                                         problem: str) -> None:
     g = _copy(tmp_path)
-    p = g / "branches" / "gpu_util.yaml"
-    p.write_text(p.read_text().replace("yields:\n  to: inference", "yields:\n  to: infernce", 1))
+    p = g / "branches" / f"{branch}.yaml"
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
     problems = validate(load(g, use_cache=False))
-    assert any("yields: unknown branch 'infernce'" in p for p in problems), problems
+    assert any(problem in x for x in problems), problems
