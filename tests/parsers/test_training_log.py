@@ -493,3 +493,19 @@ def test_a_non_finite_evaluation_loss_is_counted_not_sampled() -> None:
     # a finite evaluation loss is no signal
     res = training_log.parse(["{'eval_loss': 0.52, 'eval_runtime': 5.33, 'epoch': 9.0}"], "trainer.log")
     assert "numerics" not in res.facts
+
+
+def test_tensorflow_opening_a_device_states_what_others_hold() -> None:
+    from kb.parsers import training_log
+
+    # TF 1.x gpu_device.cc describes the device before it allocates: 15.90 GiB of which 3.12 GiB free
+    head = ("2018-06-01 12:00:00.148: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1356] Found device 0 "
+            "with properties: name: Tesla P100-PCIE-16GB major: 6 minor: 0 memoryClockRate(GHz): 1.3285")
+    res = training_log.parse([head, "pciBusID: 0000:00:04.0", "totalMemory: 15.90GiB freeMemory: 3.12GiB"], "tf.log")
+    assert res.facts["oom"]["total_capacity_mib"] == pytest.approx(15.90 * 1024)
+    # less the 1 GiB the process's own context may take
+    assert res.facts["oom"]["held_elsewhere_mib"] == pytest.approx((15.90 - 3.12) * 1024 - 1024)
+    assert "occurred" not in res.facts["oom"]  # a device description is no OOM
+    # near-miss: an idle card leaves nothing held elsewhere
+    res = training_log.parse(["totalMemory: 15.90GiB freeMemory: 15.61GiB"], "tf.log")
+    assert "held_elsewhere_mib" not in res.facts["oom"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from kb.parsers.base import set_fact, strip_ansi
+from kb.parsers.base import get_fact, set_fact, strip_ansi
 
 if TYPE_CHECKING:
     from kb.parsers.training_log.scanner import LogScanner
@@ -67,8 +67,31 @@ def _mib(num: str, unit: str) -> float:
     return round(float(num) * _UNITS[unit], 3)
 
 
+#: TensorFlow 1.x describing a device as it opens it, before it allocates anything
+#: (tensorflow/core/common_runtime/gpu/gpu_device.cc: "Found device 0 with properties: ...
+#: totalMemory: 15.90GiB freeMemory: 3.12GiB"): memory already in use was held by others
+_TF_DEVICE = re.compile(r"totalMemory:\s*([\d.]+)\s*(GiB|MiB)\s+freeMemory:\s*([\d.]+)\s*(GiB|MiB)")
+#: the process's own CUDA context when the device is opened, at most (as for older OOM messages)
+_CONTEXT_MIB = 1024.0
+
+
+def _tf_device(sc: LogScanner, line: str) -> None:
+    """The first device TensorFlow opens: its capacity, and what others held before this job."""
+    m = _TF_DEVICE.search(line)
+    if not m or get_fact(sc.facts, "oom.total_capacity_mib") is not None:
+        return
+    total, free = _mib(m.group(1), m.group(2)), _mib(m.group(3), m.group(4))
+    set_fact(sc.facts, "oom.total_capacity_mib", total)
+    held = round(total - free - _CONTEXT_MIB, 3)
+    if held > 0:
+        set_fact(sc.facts, "oom.held_elsewhere_mib", held)
+
+
 def oom(sc: LogScanner, line: str) -> None:
     """An OOM line: count it; the first one gives the sizes, the step and the phase."""
+    if "freeMemory" in line:
+        _tf_device(sc, line)
+        return
     m_new = _OOM_NEW.search(line)
     m_old = None if m_new else _OOM_OLD.search(line)
     if not (m_new or m_old or _OOM_BARE.search(line)):
@@ -85,7 +108,8 @@ def oom(sc: LogScanner, line: str) -> None:
     if any(_BACKWARD_FRAME.search(strip_ansi(x).rstrip("\r\n")) for x in sc.before()):
         set_fact(sc.facts, "oom.phase", "backward")
     for path, value in _size_facts(line, m_new, m_old).items():
-        set_fact(sc.facts, path, value)
+        # the OOM message's own numbers win over a device description read before it
+        set_fact(sc.facts, path, value, overwrite=True)
 
 
 def sized_oom_facts(text: str) -> dict[str, float]:

@@ -121,7 +121,8 @@ class LogScanner:
             return
         low = line.lower()
         if "oom" in fams and ("out of memory" in low or "alloc_failed" in low
-                              or "oom when allocating" in low or "bfc_allocator.cc" in low):
+                              or "oom when allocating" in low or "bfc_allocator.cc" in low
+                              or "freememory:" in low):
             oom.oom(self, line)
         if "distributed" in fams:
             distributed.distributed(self, line, low)

@@ -23,6 +23,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Resource", "Ran out of memory", "RESOURCE_EXHAUSTED",
         "Allocator (",  # TF 2.x: "Allocator (GPU_0_bfc) ran out of memory trying to allocate"
         "] Chunk at ", "] Free at ",  # TF's BFC memory dump, printed only after a failure
+        "freeMemory:",  # TF 1.x opening a device: "totalMemory: 15.90GiB freeMemory: 3.12GiB"
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
