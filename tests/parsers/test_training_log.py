@@ -509,3 +509,19 @@ def test_tensorflow_opening_a_device_states_what_others_hold() -> None:
     # near-miss: an idle card leaves nothing held elsewhere
     res = training_log.parse(["totalMemory: 15.90GiB freeMemory: 15.61GiB"], "tf.log")
     assert "held_elsewhere_mib" not in res.facts["oom"]
+
+
+@pytest.mark.parametrize(("line", "mib"), [
+    # op_kernel.cc: the request is the shape's element count times the dtype's size
+    ("ResourceExhaustedError: OOM when allocating tensor with shape[64,372,32,32] and type float on "
+     "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", 64 * 372 * 32 * 32 * 4 / 2**20),
+    ("OOM when allocating tensor of shape [32000,768] and type half", 32000 * 768 * 2 / 2**20),
+    # a dtype not known here: occurred, no size
+    ("OOM when allocating tensor with shape[4,4] and type variant", None),
+])
+def test_a_tensorflow_oom_states_its_request(line: str, mib: float | None) -> None:
+    from kb.parsers import training_log
+
+    res = training_log.parse([line], "tf.log")
+    assert res.facts["oom"]["occurred"] is True
+    assert res.facts["oom"].get("tried_to_allocate_mib") == (pytest.approx(mib, abs=1e-3) if mib else None)

@@ -71,8 +71,6 @@ def _mib(num: str, unit: str) -> float:
 #: (tensorflow/core/common_runtime/gpu/gpu_device.cc: "Found device 0 with properties: ...
 #: totalMemory: 15.90GiB freeMemory: 3.12GiB"): memory already in use was held by others
 _TF_DEVICE = re.compile(r"totalMemory:\s*([\d.]+)\s*(GiB|MiB)\s+freeMemory:\s*([\d.]+)\s*(GiB|MiB)")
-#: the process's own CUDA context when the device is opened, at most (as for older OOM messages)
-_CONTEXT_MIB = 1024.0
 
 
 def _tf_device(sc: LogScanner, line: str) -> None:
@@ -82,7 +80,7 @@ def _tf_device(sc: LogScanner, line: str) -> None:
         return
     total, free = _mib(m.group(1), m.group(2)), _mib(m.group(3), m.group(4))
     set_fact(sc.facts, "oom.total_capacity_mib", total)
-    held = round(total - free - _CONTEXT_MIB, 3)
+    held = round(total - free - CONTEXT_ALLOWANCE_MIB, 3)  # less its own context at most
     if held > 0:
         set_fact(sc.facts, "oom.held_elsewhere_mib", held)
 
@@ -124,10 +122,31 @@ def sized_oom_facts(text: str) -> dict[str, float]:
     return {}
 
 
+#: TensorFlow's "OOM when allocating tensor with shape[64,372,32,32] and type float" (op_kernel.cc;
+#: "of shape [32000,768]" where a tensor is copied to the device): the request is the shape's
+#: element count times the dtype's size
+_TF_SHAPE = re.compile(r"OOM when allocating tensor (?:with|of) shape ?\[([\d,\s]{1,200})\] and type (\w+)")
+_TF_DTYPE_BYTES = {"float": 4, "half": 2, "double": 8, "bfloat16": 2, "int32": 4, "int64": 8, "int16": 2,
+                   "uint16": 2, "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16}
+
+
+def _tf_request_mib(line: str) -> float | None:
+    m = _TF_SHAPE.search(line)
+    if not m or m.group(2) not in _TF_DTYPE_BYTES:
+        return None
+    dims = [int(d) for d in m.group(1).replace(" ", "").split(",") if d]
+    n = 1
+    for d in dims:
+        n *= d
+    return round(n * _TF_DTYPE_BYTES[m.group(2)] / 2**20, 3) if dims else None
+
+
 def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | None
                 ) -> dict[str, float]:
     """The sizes a sized OOM message states, by fact path (empty for a sizes-free one)."""
     sizes: dict[str, float] = {}
+    if not (m_new or m_old) and (req := _tf_request_mib(line)) is not None:
+        sizes["tried"] = req
     if m_new:
         g = m_new.groups()
         sizes = {"tried": _mib(g[0], g[1]), "total": _mib(g[2], g[3]), "free": _mib(g[4], g[5])}
