@@ -515,9 +515,10 @@ def test_tensorflow_opening_a_device_states_what_others_hold() -> None:
     # op_kernel.cc: the request is the shape's element count times the dtype's size
     ("ResourceExhaustedError: OOM when allocating tensor with shape[64,372,32,32] and type float on "
      "/job:localhost/replica:0/task:0/device:GPU:0 by allocator GPU_0_bfc", 64 * 372 * 32 * 32 * 4 / 2**20),
-    ("OOM when allocating tensor of shape [32000,768] and type half", 32000 * 768 * 2 / 2**20),
+    ("tensorflow.python.framework.errors_impl.ResourceExhaustedError: OOM when allocating tensor of shape "
+     "[32000,768] and type half on /job:localhost/replica:0/task:0/device:GPU:0", 32000 * 768 * 2 / 2**20),
     # a dtype not known here: occurred, no size
-    ("OOM when allocating tensor with shape[4,4] and type variant", None),
+    ("Resource exhausted: OOM when allocating tensor with shape[4,4] and type variant", None),
 ])
 def test_a_tensorflow_oom_states_its_request(line: str, mib: float | None) -> None:
     from kb.parsers import training_log
