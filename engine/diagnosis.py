@@ -207,6 +207,16 @@ class Reasoner:
             if fallback:
                 extra = fallback
                 run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
+        if not any(root in run.reached for root in self._root_branch) and (
+                symptom_given or not self._measured(flat)):
+            # still no branch: the facts say what kind of job this is (a serving engine's
+            # launch command), and only one kind: its branch opens (hypotheses only; its
+            # settings are then the evidence)
+            kinds = [b.id for b in self.kn.branches.values() if b.context and all(
+                evaluate(c, flat, self.kn, self.overrides) is True for c in b.context)]
+            if len(kinds) == 1:
+                extra = {kinds[0]: [f"context:{c.fact}" for c in self.kn.branches[kinds[0]].context]}
+                run = self._runner.run(flat, {self.kn.branches[kinds[0]].root})
         text = flat.get("symptom_text") if like_text is None else like_text
         # the words, and any other text of the inputs (an artifact's prose) to read like a cause
         text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")

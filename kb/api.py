@@ -233,6 +233,10 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         if words:
             warn.append(f"artifact text: {b} <- " + ", ".join(f"'{w}'" for w in words)
                         + " (no fact or message put a branch in play; hypotheses only)")
+        setup = [w.split(":", 1)[1] for w in why if w.startswith("context:")]
+        if setup:
+            warn.append(f"setup: {b} <- " + ", ".join(setup) + " (the facts say what kind of job "
+                        "this is; no fact or message named a problem; hypotheses only)")
         like = [w.split(":", 1)[1] for w in why if w.startswith("resembles:")]
         if like:
             warn.append(f"text: {b} <- reads like '{kn.causes[like[0]].title.get(lang)}' (no word, "

@@ -164,3 +164,20 @@ def test_an_environment_list_names_no_branch() -> None:
 
     said = "the NCCL version differs between the two nodes and the job hangs"
     assert prose([said, "Python: 3.10"]) == said
+
+
+def test_the_kind_of_job_opens_its_branch_when_nothing_else_does() -> None:
+    # a serving engine's launch command alone: a serving job, its settings the evidence
+    launch = "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --enforce-eager --max-num-seqs 8\n"
+    rep = kb.diagnose(inputs=[launch])
+    assert rep.branches == ["inference"]
+    assert rep.status == "hypotheses" and not rep.findings
+    assert rep.branch_reasons["inference"] == ["context:inference.engine"]
+    assert any(w.startswith("setup: inference <- inference.engine") for w in rep.warnings)
+    assert {"inference.max_num_seqs_limit", "inference.cuda_graphs_disabled"} <= {
+        h.cause_id for h in rep.hypotheses[:3]}
+    # near-misses: words or messages name a branch (they decide), a measurement says healthy
+    rep = kb.diagnose(inputs=[launch], symptom="CUDA out of memory when the server starts")
+    assert rep.branches[0] == "oom"
+    rep = kb.diagnose({"gpu": {"utilization_samples": [97, 96, 98, 97]}}, inputs=[launch])
+    assert rep.status == "healthy"
