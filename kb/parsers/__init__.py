@@ -14,6 +14,7 @@ from types import ModuleType
 
 from kb.parsers import (
     facts_json,
+    gpustat,
     iostat,
     memory_stats,
     nvidia_smi,
@@ -34,6 +35,7 @@ PARSERS: tuple[ModuleType, ...] = (
     memory_stats,
     nvidia_smi_dmon,
     nvidia_smi,
+    gpustat,
     iostat,
     py_spy,
     vllm_metrics,

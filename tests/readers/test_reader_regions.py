@@ -31,6 +31,8 @@ CASES = [
     ("dmon_s_u.txt", "nvidia_smi_dmon"),
     ("ps_auxww.txt", "ps"),
     ("memsummary_mb_oom.txt", "memory_stats"),
+    ("gpustat_full_process.txt", "gpustat"),
+    ("gpustat_default.txt", "gpustat"),
 ]
 
 
