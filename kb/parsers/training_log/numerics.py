@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kb.parsers.base import set_fact
+from kb.parsers.training_log import dataload
 
 if TYPE_CHECKING:
     from kb.parsers.training_log.scanner import LogScanner
@@ -144,6 +145,7 @@ def _hf(sc: LogScanner, line: str) -> None:
 
 
 def _plain(sc: LogScanner, line: str) -> None:
+    dataload.data_time(sc, line)
     m = _STEP.search(line)
     if m:
         sc.step = int(m.group(1))

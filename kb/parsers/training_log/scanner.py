@@ -9,7 +9,7 @@ from typing import Any, Callable
 from kb.parsers import ranks, vllm_metrics
 from kb.parsers.base import MAX_SAMPLES, ParseResult, get_fact, set_fact, strip_ansi, trim
 from kb.parsers.torch_compile import CompileScanner
-from kb.parsers.training_log import distributed, oom, stalls
+from kb.parsers.training_log import dataload, distributed, oom, stalls
 from kb.parsers.training_log.numerics import numerics
 from kb.parsers.training_log.series import Series
 from kb.parsers.training_log.triggers import FAMILY_LITERALS
@@ -51,6 +51,8 @@ class LogScanner:
         self.anomaly_ops: list[str] = []
         #: the log's steps at the first and the last step-time record (the records' stride)
         self.step_time_steps: list[int] = []
+        #: how long the steps waited for their batch, where the trainer prints it
+        self.data_waits = dataload.Waits()
         #: set by the reader around each fed line: the lines before it (up to LOOKBACK, oldest
         #: first) and the line after it ("" at the end)
         self.before: Callable[[], list[str]] = list
@@ -179,6 +181,9 @@ class LogScanner:
                     f"{path}: {s.count} samples; {len(f[group][key])} kept (the first, a downsample, the extremes, "
                     "around the first non-finite value and the last)"
                 )
+        waited = self.data_waits.fraction()
+        if waited is not None:
+            f.setdefault("dataloader", {})["data_wait_fraction"] = waited
         st = self.series["training.step_time_ms"]
         if st.count and st.count <= MAX_SAMPLES:  # every record at hand, in log order
             first, last = self.step_time_steps or (0, 0)
