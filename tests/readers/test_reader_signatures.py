@@ -399,3 +399,17 @@ def test_apex_fp16_optimizer_overflow(message: str, fires: bool) -> None:
     apex = fires and "numerics.grad_scaler_skipping" in causes
     assert apex is fires
     assert (facts.get("numerics", {}).get("dtype") == "fp16") is fires
+
+
+def test_horovods_stall_inspector_names_ranks_out_of_step() -> None:
+    # horovod/common/stall_inspector.cc, as a rank logs it
+    causes, _ = _scan(
+        "[2021-03-01 10:00:00.000000: W /tmp/pip-req-build/horovod/common/stall_inspector.cc:107] "
+        "One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are "
+        "waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are "
+        "trying to submit different tensors or that only subset of ranks is submitting tensors, which will "
+        "cause deadlock.\nMissing ranks:\n0: [allreduce.loss]\n")
+    assert "nccl.rank_desync_timeout" in causes
+    # near-miss: the stall check's own setting named in a config dump is no stall
+    causes, _ = _scan("HOROVOD_STALL_CHECK_TIME_SECONDS=120\nHOROVOD_STALL_SHUTDOWN_TIME_SECONDS=0\n")
+    assert "nccl.rank_desync_timeout" not in causes
