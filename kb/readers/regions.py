@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb.parsers import gpustat, iostat, memory_stats, nvidia_smi, nvidia_smi_dmon, ps, py_spy, vllm_bench, vllm_metrics
+from kb.parsers import (gpustat, iostat, memory_stats, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo, ps, py_spy,
+                        vllm_bench, vllm_metrics)
 from kb.parsers.base import strip_ansi
 
 #: lines one region may span (a table or a dump of a few hundred threads is far shorter)
@@ -129,6 +130,10 @@ def find_regions(raw: list[str]) -> list[Region]:
             end = _extent(lines, i, lambda x: bool(_DMON_HEAD.match(x) or _DMON_ROW.match(x)))
             if _try(nvidia_smi_dmon.sniff, lines, i, end):
                 got = Region(nvidia_smi_dmon.NAME, i, end)
+        elif nvidia_smi_topo.is_head(s):
+            end = _extent(lines, i, nvidia_smi_topo.in_matrix, blank_ok=0)
+            if end > i + 1:
+                got = Region(nvidia_smi_topo.NAME, i, end)
         elif gpustat.is_row(s) or (gpustat._HEADER.match(s) and i + 1 < n and gpustat.is_row(lines[i + 1])):
             end = _extent(lines, i if gpustat.is_row(s) else i + 1, gpustat.in_output, blank_ok=0)
             got = Region(gpustat.NAME, i, end)

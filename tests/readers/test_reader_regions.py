@@ -33,6 +33,8 @@ CASES = [
     ("memsummary_mb_oom.txt", "memory_stats"),
     ("gpustat_full_process.txt", "gpustat"),
     ("gpustat_default.txt", "gpustat"),
+    ("topo_a40_nics.txt", "nvidia_smi_topo"),
+    ("topo_pcie_4gpu.txt", "nvidia_smi_topo"),
 ]
 
 
