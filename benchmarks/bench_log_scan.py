@@ -182,7 +182,12 @@ def main() -> int:
                     rg_s.append(_rg_scan(rg, path)[0])
             kb_med, cpu_med = statistics.median(kb_s), statistics.median(kb_c)
             kb_tput = mb / kb_med
-            found = f"NaN at step {got[0]} (expected {nan_at}), OOM {got[1]}, {got[2]} loss values"
+            # HF's dicts and Lightning's bars print no global step: the NaN is found, with no step
+            # (kb reports none rather than a record number, which is not the trainer's step)
+            stepless = fmt in ("hf", "lightning")
+            where = ("no step in this format" if stepless and got[0] == -1 else
+                     f"NaN at step {got[0]} (expected {nan_at})")
+            found = f"{where}, OOM {got[1]}, {got[2]} loss values"
             row = (f"{fmt:10} {mb:6.0f} {got[3]:>7} {kb_med:7.2f} {kb_tput:8.1f} {cpu_med:8.2f} {mb / cpu_med:11.1f} "
                    f"{rss:7.0f}")
             if rg:
