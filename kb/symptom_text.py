@@ -116,12 +116,12 @@ _DID_NOT_HELP = (r"(?<![a-z])(?:did ?n[o']?t|does ?n[o']?t|do ?n[o']?t|won'?t|wi
                  r" (?:help|work|fix|solve|change anything)(?![a-z])")
 _ZH_NO_USE = r"(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)"
 _EVEN_WITH_LESS = r"(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)"
-#: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
-#: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
-#: memory" is the problem)
 #: "I did not test with torch.compile", "haven't tried fp16 yet": a thing said not to be in use
 _NOT_USED = (r"(?<![a-z])(?:did ?n[o']?t|have ?n[o']?t|has ?n[o']?t|never|not yet) (?:use|used|test|tested|try|tried|"
              r"enable|enabled|turn on|turned on)(?: it)?(?: with| on)?")
+#: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
+#: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
+#: memory" is the problem)
 _NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _EVEN_WITH_LESS
                          + r"\s+|" + _NOT_USED + r"\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
@@ -503,7 +503,7 @@ def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge
     notes: list[str] = []
     for b in list(branches):
         y = kn.branches[b].yields
-        if y is None or b not in branches:
+        if y is None:
             continue
         named = _spans(low, y.when_words)
         if not named or _spans(low, y.unless_words):

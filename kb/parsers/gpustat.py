@@ -18,20 +18,28 @@ from kb.parsers.base import ParseResult, append_sample, clamp_percent, set_fact,
 
 NAME = "gpustat"
 
-_V = r"(\d+|\?\?)"
+
+def _v(name: str) -> str:
+    """A number, or the ``??`` NVML could not read, as the named group."""
+    return rf"(?P<{name}>\d+|\?\?)"
+
+
 _ROW = re.compile(
-    r"^\s*\[(?P<idx>\d{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*" + _V.replace("(", "(?P<temp>", 1)
-    + r"\s*(?:°C|'C|C)\s*,\s*(?:" + _V.replace("(", "(?P<fan>", 1) + r"\s*%\s*,\s*)?"
-    + _V.replace("(", "(?P<util>", 1) + r"\s*%[^|]*\|\s*"
-    + _V.replace("(", "(?P<used>", 1) + r"\s*/\s*" + _V.replace("(", "(?P<total>", 1) + r"\s*MB\b")
+    r"^\s*\[(?P<idx>\d{1,3})\]\s+(?P<name>[^|]*?)\s*\|\s*" + _v("temp") + r"\s*(?:°C|'C|C)\s*,\s*"
+    + r"(?:" + _v("fan") + r"\s*%\s*,\s*)?" + _v("util") + r"\s*%[^|]*\|\s*"
+    + _v("used") + r"\s*/\s*" + _v("total") + r"\s*MB\b")
 
 
 #: gpustat's first line: host, time, driver version ("myhost  Wed Jan  1 12:00:00 2020  440.33.01")
 _HEADER = re.compile(r"^\S+\s+\w{3} \w{3}\s+\d{1,2} \d{2}:\d{2}:\d{2} \d{4}\s+[\d.]+\s*$")
 
-
 #: a process under its GPU line (``--show-full-cmd``/``-P``: " ├─  48448 (  85%,  257MB): python")
 _PROC = re.compile(r"^\s*[├└│]─?\s*\d+\s*\(")
+
+
+def is_header(line: str) -> bool:
+    """gpustat's first line (host, time, driver version)."""
+    return bool(_HEADER.match(line))
 
 
 def is_row(line: str) -> bool:

@@ -20,6 +20,7 @@ NAME = "nvidia_smi_topo"
 
 _HEAD = re.compile(r"^\s*GPU0(?:\s+(?:GPU\d+|NIC\d+|mlx\d+_\d+))*\s+CPU\s?Affinity\b")
 _ROW = re.compile(r"^\s*GPU(\d+)\s")
+_NIC_ROW = re.compile(r"^\s*(?:NIC\d+|mlx\d+_\d+)\s")
 _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
 
 
@@ -30,7 +31,7 @@ def is_head(line: str) -> bool:
 
 def in_matrix(line: str) -> bool:
     """A row of the matrix: a GPU's or a NIC's."""
-    return bool(_ROW.match(line) or re.match(r"^\s*(?:NIC\d+|mlx\d+_\d+)\s", line))
+    return bool(_ROW.match(line) or _NIC_ROW.match(line))
 
 
 def sniff(head: str) -> bool:

@@ -134,7 +134,7 @@ def find_regions(raw: list[str]) -> list[Region]:
             end = _extent(lines, i, nvidia_smi_topo.in_matrix, blank_ok=0)
             if end > i + 1:
                 got = Region(nvidia_smi_topo.NAME, i, end)
-        elif gpustat.is_row(s) or (gpustat._HEADER.match(s) and i + 1 < n and gpustat.is_row(lines[i + 1])):
+        elif gpustat.is_row(s) or (gpustat.is_header(s) and i + 1 < n and gpustat.is_row(lines[i + 1])):
             end = _extent(lines, i if gpustat.is_row(s) else i + 1, gpustat.in_output, blank_ok=0)
             got = Region(gpustat.NAME, i, end)
         elif _PS_HEAD.match(s):

@@ -3,6 +3,7 @@ the OOM happened in ``backward()`` (a backward frame in the lines just before it
 
 from __future__ import annotations
 
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -135,10 +136,7 @@ def _tf_request_mib(line: str) -> float | None:
     if not m or m.group(2) not in _TF_DTYPE_BYTES:
         return None
     dims = [int(d) for d in m.group(1).replace(" ", "").split(",") if d]
-    n = 1
-    for d in dims:
-        n *= d
-    return round(n * _TF_DTYPE_BYTES[m.group(2)] / 2**20, 3) if dims else None
+    return round(math.prod(dims) * _TF_DTYPE_BYTES[m.group(2)] / 2**20, 3) if dims else None
 
 
 def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | None
