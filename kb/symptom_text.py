@@ -50,6 +50,14 @@ _CPU_IDLE = re.compile(
     r"|\b(?:very\s+|extremely\s+|super\s+)?low\s+(?:cpu\s+(?:usage|utili[sz]ation|load)|utili[sz]ation\s+(?:on|of)\s+(?:my|the|all)\s+cpus?)\b"
     r"|\b(?:lots?\s+of|much|plenty\s+of)\s+cpu\s+idle\b"
     r"|cpu\s*(?:利用率|占用率?|使用率)\s*(?:很|也|比较|都|一直)?\s*(?:低|不高)")
+#: the card's memory said to be full while the job runs ("GPU memory is almost full", "VRAM is fully
+#: loaded", "Memory-Usage is full", "显存一直占满"): frameworks reserve the card up front, so a full
+#: card is no out-of-memory symptom; it reads "card full", a word of no branch
+_MEMORY_FULL = re.compile(
+    r"(?i)\b(?:gpu\s+memory|vram|memory[- ]usage)(?:\s+(?:usage|use))?[^.,;:!?\n]{0,20}?"
+    r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
+    r"(?:full|maxed(?:\s+out)?)\b)"
+    r"|显存[^，。,.;；\n]{0,8}?(?:占满|满了|打满)")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -74,9 +82,9 @@ def _norm_text(text: str) -> str:
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
-    CPU said to be idle "cpu idle"."""
+    CPU said to be idle "cpu idle", a card's memory said to be full "card full"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
-    text = _CPU_IDLE.sub(" cpu idle ", text)
+    text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", text))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     if _EVERY_N.search(text):

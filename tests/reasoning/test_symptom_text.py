@@ -234,6 +234,14 @@ def test_setting_words_name_a_branch_only_when_nothing_else_does(
     ("no OOM but the loss goes nan", ["numerics"]),
     ("训练没有 OOM，但是 loss 变 nan", ["numerics"]),
     ("显存正常，但是 gpu 利用率很低", ["gpu_util"]),
+    # a card's memory said to be full while the job runs: frameworks reserve it up front
+    ("the GPU memory is almost full but the GPU utilization stays around 10%", ["gpu_util"]),
+    ("Memory-Usage is full but Volatile GPU-Util shows 0%", ["gpu_util"]),
+    ("GPU显存一直占满，但利用率时常降为0", ["gpu_util"]),
+    # near-misses: a full card named beside its failure, and nvidia-smi's "Volatile" header
+    # no word of evaluation
+    ("GPU memory is full and then CUDA out of memory", ["oom"]),
+    ("the Volatile GPU-Util is 2% or 1% while the GPU memory is used", ["gpu_util", "oom"]),
     # near-misses: "not enough memory" is the problem; a later plain mention still counts
     ("not enough memory, CUDA out of memory", ["oom"]),
     ("no OOM at first, then CUDA out of memory at step 300", ["oom"]),
