@@ -36,8 +36,13 @@ def _largest(text: str, patterns: tuple[re.Pattern[str], ...]) -> int | None:
 
 
 def nodes(text: str) -> int | None:
-    """The number of nodes the text says the job runs on, or None."""
-    return _largest(text, (_NODES, _NODES_ZH))
+    """The number of nodes the text says the job runs on, or None. One node said beside several
+    without a number ("any multi-node job dies at bootstrap; single-node is unaffected") is no
+    count: the trouble is on the several (``_MULTI_NODE``, below)."""
+    n = _largest(text, (_NODES, _NODES_ZH))
+    if n == 1 and _MULTI_NODE.search(text):
+        return None
+    return n
 
 
 # "8 GPUs", "2x RTX 4090", "two 4090s", "4090 24GB * 6", "8*80G GPUs", "3 A6000", "4张卡"

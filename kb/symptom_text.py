@@ -58,6 +58,9 @@ _MEMORY_FULL = re.compile(
     r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
     r"(?:full|maxed(?:\s+out)?)\b)"
     r"|显存[^，。,.;；\n]{0,8}?(?:占满|满了|打满)")
+#: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
+#: not installed"): a template's placeholder, which names no device in use
+_ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -84,7 +87,7 @@ def _norm_text(text: str) -> str:
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
-    text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", text))
+    text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     if _EVERY_N.search(text):

@@ -25,6 +25,8 @@ from kb.weights import complete
     ("单机多卡训练", 1),
     # near-misses: no count of nodes
     ("multi-node training hangs", None),
+    # one node said beside several without a number: the trouble is on the several
+    ("any multi-node job dies at NCCL bootstrap. Single-node is unaffected.", None),
     ("node 3 is slow", None),
     ("the nodes are connected by InfiniBand", None),
 ])

@@ -413,3 +413,62 @@ def test_horovods_stall_inspector_names_ranks_out_of_step() -> None:
     # near-miss: the stall check's own setting named in a config dump is no stall
     causes, _ = _scan("HOROVOD_STALL_CHECK_TIME_SECONDS=120\nHOROVOD_STALL_SHUTDOWN_TIME_SECONDS=0\n")
     assert "nccl.rank_desync_timeout" not in causes
+
+
+@pytest.mark.parametrize(("line", "cause"), [
+    # PyTorch/XLA's metrics analysis (tests/fixtures/formats/torch_xla_debug.txt, its docs' own
+    # example; both transfer metric names, before and after the PJRT runtime)
+    ("pt-xla-profiler: Op(s) not lowered: aten::_ctc_loss, aten::_ctc_loss_backward,  Please open a "
+     "GitHub issue with the above op lowering requests.", "compile.unsupported_op_break"),
+    ("pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps", "compile.dynamic_shapes"),
+    ("pt-xla-profiler: TransferFromServerTime too frequent: 11 counts during 11 steps", "compile.host_sync"),
+    ("pt-xla-profiler: TransferFromDeviceTime too frequent: 12 counts during 12 steps", "compile.host_sync"),
+    # near-misses: its other findings name none of these causes
+    ("pt-xla-profiler: CompileTime too slow: longest instance took 05m12s. Please open a GitHub issue "
+     "with the graph dump for our team to optimize.", None),
+    ("pt-xla-profiler: ExecuteTime too slow: longest instance took 45s.", None),
+])
+def test_pytorch_xla_metrics_analysis(line: str, cause: str | None) -> None:
+    m = Matcher()
+    m.scan(line)
+    assert [h.cause for h in m.found()] == ([cause] if cause else [])
+
+
+def test_pytorch_xla_debug_output_is_a_compile_problem(tmp_path) -> None:
+    from pathlib import Path
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "formats" / "torch_xla_debug.txt"
+    rep = kb.diagnose(inputs=[str(fixture)])
+    assert rep.branches[:1] == ["compile"]
+    found = {h.cause_id for h in rep.hypotheses[:3]}
+    assert {"compile.unsupported_op_break", "compile.dynamic_shapes", "compile.host_sync"} <= found
+
+
+@pytest.mark.parametrize(("line", "fires"), [
+    # NCCL's bootstrap when no interface matches NCCL_SOCKET_IFNAME (src/bootstrap.cc), as NCCL
+    # prints it and as a JAX error quotes it
+    ("node1:123:123 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found", True),
+    ("invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'", True),
+    # near-miss: the interface it did find
+    ("node1:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", False),
+])
+def test_no_socket_interface_is_a_wrong_ifname(line: str, fires: bool) -> None:
+    m = Matcher()
+    m.scan(line)
+    assert ("nccl.socket_ifname_wrong" in [h.cause for h in m.found()]) is fires
+
+
+@pytest.mark.parametrize(("line", "fires"), [
+    # Lightning's num_workers check, in its 1.x and current wordings
+    ("pytorch_lightning/utilities/distributed.py:37: UserWarning: The dataloader, val dataloader 0, does not "
+     "have many workers which may be a bottleneck. Consider increasing the value of the `num_workers` argument`", True),
+    ("lightning/pytorch/trainer/connectors/data_connector.py:424: The 'train_dataloader' does not have many "
+     "workers which may be a bottleneck. Consider increasing the value of the `num_workers` argument` to "
+     "`num_workers=31` in the `DataLoader` to improve performance.", True),
+    # near-miss: another Lightning notice about the loaders
+    ("The number of training batches (4) is smaller than the logging interval Trainer(log_every_n_steps=50).", False),
+])
+def test_lightnings_few_workers_warning(line: str, fires: bool) -> None:
+    m = Matcher()
+    m.scan(line)
+    assert ("gpu_util.dataloader_workers" in [h.cause for h in m.found()]) is fires
