@@ -51,9 +51,13 @@ _EMPTY_FIELD = re.compile(r"^\s*[-*]?\s*[^:]{2,120}:\s*(?:n/?a|none|no|-|<[^>]*>
 #: "Python: 3.7.5"): the setup's versions, not the symptom ("version" would read like a version
 #: mismatch)
 _ENV_FIELD = re.compile(
-    r"^\s*[-*]?\s*(?:[^:?\n]{0,60}\bversions?\b[^:?\n]{0,40}|OS|Operating System|Platform|Python"
-    r"|GPU models? and configuration|How you installed [^:\n]{0,60}|Is CUDA available"
-    r"|Nvidia driver|Driver|GCC|CMake|Libc)\s*:\s*\S", re.I)
+    r"^\s*[-*]?\s*(?:[^:?\n]{0,60}\bversions?\b[^:?\n]{0,40}(?:\((?:CPU\?/)?GPU\?(?:/TPU\?)?\))?|OS|Operating System|(?:Python )?Platform|Python"
+    r"|GPU models? and configuration|How you installed [^:\n]{0,60}|Is [A-Za-z ]{1,30}(?:available|build)|[A-Z][A-Z_]{3,40} set to"
+    r"|Nvidia driver|Driver|GCC|CMake|Libc)\s*:\s*\S"
+    # the rest of `python -m torch.utils.collect_env`: its header, the cuDNN library paths it
+    # lists, lscpu's aligned fields ("Architecture:      x86_64") and its pip / conda lists
+    r"|^\s*Collecting environment information|^\s*/\S+\.so(?:\.\d+)*\s*$"
+    r"|^\s*[A-Z][\w ()/.-]{0,40}:\s{3,}\S|^\s*\[(?:pip3?|conda)\]\s", re.I)
 #: a Python traceback's frame line
 _FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 #: notes the sub-parsers write when a region they were handed holds nothing they know

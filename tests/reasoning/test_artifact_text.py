@@ -166,6 +166,25 @@ def test_an_environment_list_names_no_branch() -> None:
     assert prose([said, "Python: 3.10"]) == said
 
 
+def test_a_collect_env_report_has_no_prose() -> None:
+    # `python -m torch.utils.collect_env` as printed (tests/incidents: its header, "Is ...:"
+    # fields, cuDNN library paths, lscpu's aligned fields, the pip list): all setup, no symptom
+    from pathlib import Path
+
+    from kb.readers.incident import prose
+
+    report = (Path(__file__).parent.parent / "incidents" / "numerics" / "t5-large-fp16-nan-translation"
+              / "collect_env.txt").read_text(encoding="utf-8").splitlines()
+    assert prose(report).split() == ["True"]  # "- Using GPU in script?: True": the answer alone
+    lines = ["Collecting environment information...", "Is debug build: False",
+             "CUDA_MODULE_LOADING set to: LAZY", "/usr/lib/x86_64-linux-gnu/libcudnn_adv_infer.so.8.9.7",
+             "Architecture:                       x86_64", "[pip3] numpy==1.26.4", "[conda] torch 2.1.2 pypi_0 pypi"]
+    assert prose(lines).strip() == ""
+    # near-misses: the reporter's own lines beside it still count
+    said = "Is this a bug: the loss goes nan after the upgrade"
+    assert prose(["Is debug build: False", said]).strip().endswith("the loss goes nan after the upgrade")
+
+
 def test_the_kind_of_job_opens_its_branch_when_nothing_else_does() -> None:
     # a serving engine's launch command alone: a serving job, its settings the evidence
     launch = "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --enforce-eager --max-num-seqs 8\n"
