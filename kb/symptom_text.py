@@ -27,6 +27,10 @@ def _norm(text: str) -> str:
 #: "cudaErrorMemoryAllocation" (not "vLLM", "NaN", "OutOfMemoryError")
 _PREFIX_JOIN = re.compile(r"(?<![A-Za-z])([a-z]{3,})(?=[A-Z][a-z])")
 _JOINED = re.compile(r"(?<![A-Za-z])[a-z]{3,}[A-Z][a-z]\w*")
+#: a CamelCase class name, as Python APIs name things ("Float8DynamicActivationFloat8WeightConfig",
+#: "GradScaler"): also read word by word ("float8 dynamic activation ...")
+_CAMEL = re.compile(r"(?<![A-Za-z0-9_])[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+){1,8}(?![A-Za-z0-9_])")
+_CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 #: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
@@ -90,6 +94,7 @@ def _norm_text(text: str) -> str:
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
+    parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
     if _EVERY_N.search(text):
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
