@@ -226,10 +226,10 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             if cond.op == "missing":
                 problems.append(f"{place} entry: '{cond.fact} missing' would put the branch "
                                 f"in play with no evidence")
-        if b.yields is not None:
-            if b.yields.to not in kn.branches or b.yields.to == b.id:
-                problems.append(f"{place} yields: unknown branch '{b.yields.to}'")
-            if not (b.yields.when_words.en or b.yields.when_words.zh):
+        for y in b.yields:
+            if y.to not in kn.branches or y.to == b.id:
+                problems.append(f"{place} yields: unknown branch '{y.to}'")
+            if not (y.when_words.en or y.when_words.zh):
                 problems.append(f"{place} yields: no when_words")
         for cond in b.context + iter_conditions(b.words_void_when):
             check_fact(place, cond.fact)

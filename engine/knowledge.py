@@ -271,13 +271,21 @@ class BranchGraph(_Model):
     #: facts under which the user's words cannot be about this branch (a job on one GPU of one
     #: node has no collective to hang in): when all hold, its words name nothing
     words_void_when: list[Clause] = Field(default_factory=list)
-    #: the kind of job its words are about when the text names another kind ("GPU utilization is
-    #: low" said of running Llama-3-8B under ollama, with no training named, is about serving)
-    yields: Yield | None = None
+    #: the kinds of job its words are about when the text names another kind ("GPU utilization is
+    #: low" said of running Llama-3-8B under ollama, with no training named, is about serving);
+    #: the first that holds wins. One mapping is read as a list of one
+    yields: list[Yield] = Field(default_factory=list)
     first_tools: list[str] = Field(min_length=1)
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)
     answers: list[Answer] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_yield(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("yields"), dict):
+            data = {**data, "yields": [data["yields"]]}
+        return data
     said: list[Said] = Field(default_factory=list)
 
     @property

@@ -65,6 +65,15 @@ _MEMORY_FULL = re.compile(
 #: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
 #: not installed"): a template's placeholder, which names no device in use
 _ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
+#: how long an epoch or step takes, said in a sentence ("4 hours an epoch", "16 hours for one
+#: epoch", "each epoch takes ~1h"): a complaint about training speed; it also reads "time per
+#: iteration"
+_EPOCH_TIME = re.compile(
+    r"(?i)\b(?:\d+(?:\.\d+)?|a few|several|many|an?)\s*(?:hours?|hrs?|h|minutes?|mins?|days?)\s+"
+    r"(?:(?:for|per|in|to (?:run|finish|complete|train))\s+)?(?:an?|each|one|every|the|a single|one single|single)?\s*"
+    r"(?:epoch|iteration)s?\b"
+    r"|\b(?:epoch|iteration)s?\s+(?:takes?|took|lasts?|last|costs?)\s+(?:about\s+|around\s+|almost\s+|over\s+|"
+    r"more than\s+|~\s*)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|minutes?|mins?|min|days?)\b")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -89,7 +98,8 @@ def _norm_text(text: str) -> str:
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
-    CPU said to be idle "cpu idle", a card's memory said to be full "card full"."""
+    CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
+    duration "time per iteration"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     low = _norm(text)
@@ -99,6 +109,8 @@ def _norm_text(text: str) -> str:
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
         parts.append("low utilization")
+    if _EPOCH_TIME.search(text):
+        parts.append("time per iteration")
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 
@@ -518,11 +530,11 @@ def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge
     low = _norm_text(text)
     notes: list[str] = []
     for b in list(branches):
-        y = kn.branches[b].yields
-        if y is None:
-            continue
-        named = _spans(low, y.when_words)
-        if not named or _spans(low, y.unless_words):
+        for y in kn.branches[b].yields:
+            named = _spans(low, y.when_words)
+            if named and not _spans(low, y.unless_words):
+                break
+        else:
             continue
         words = branches.pop(b)
         branches[y.to] = branches.get(y.to, []) + [w for w in words if w not in branches.get(y.to, [])]

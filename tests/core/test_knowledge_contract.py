@@ -108,7 +108,7 @@ def test_cache_is_used_and_invalidated(tmp_path: Path, monkeypatch) -> None:
     # a branch's words_void_when is checked like its entry: an unknown fact is a problem
     ("nccl", "{fact: gpu.count, op:", "{fact: gpu.cuont, op:", "gpu.cuont"),
     # a branch's yields must go to another branch that exists
-    ("gpu_util", "yields:\n  to: inference", "yields:\n  to: infernce", "yields: unknown branch 'infernce'"),
+    ("gpu_util", "  - to: inference", "  - to: infernce", "yields: unknown branch 'infernce'"),
 ])
 def test_branch_word_rules_are_validated(tmp_path: Path, branch: str, old: str, new: str,
                                          problem: str) -> None:

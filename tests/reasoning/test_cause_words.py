@@ -109,6 +109,20 @@ def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
 
 
 @pytest.mark.parametrize(("text", "branch"), [
+    # PyTorch/XLA compiles each step's lazy graph: a slow loop there is the compiler's first
+    ("EfficientNet training with PyTorch XLA takes extremely slow, ~35 sec per epoch before, 10 min now",
+     "compile"),
+    ("my model runs so slow on TPUs, the GPU utilization was fine before", "compile"),
+    # near-misses: the same loop starved of data, or no XLA named
+    ("training on TPU is slow, the dataloader cannot keep up", "gpu_util"),
+    ("EfficientNet training takes extremely slow, the GPU utilization is low", "gpu_util"),
+])
+def test_a_training_loop_on_xla_yields_to_the_compiler(text: str, branch: str) -> None:
+    rep = kb.diagnose(symptom=text)
+    assert rep.branches[0] == branch
+
+
+@pytest.mark.parametrize(("text", "branch"), [
     # a server that hangs or crashes across its GPUs, no word of speed: a collective problem
     ("vLLM with tensor-parallel-size=4 hangs at NCCL communicator init", "nccl"),
     ("Crash with `--tensor-parallel-size` in the docker container, vllm dies with SIGBUS", "nccl"),

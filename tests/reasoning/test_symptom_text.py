@@ -210,6 +210,10 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("GPU内存用了4G但是使用率却是0，难怪训练这么慢", "gpu_util"),
     ("with speed perturbation it takes 30 days; why does it take so long?", "gpu_util"),
     ("the video job was killed after 30 steps on an A100 80GB", "oom"),
+    # an epoch's duration said is a complaint about speed
+    ("I get around 16 hours for one epoch on COCO", "gpu_util"),
+    ("running resnet50 on an image set is taking 4 hours an epoch", "gpu_util"),
+    ("each epoch takes ~1h on 4x4090", "gpu_util"),
 ])
 def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
@@ -255,6 +259,8 @@ def test_setting_words_name_a_branch_only_when_nothing_else_does(
     # near-misses: "not enough memory" is the problem; a later plain mention still counts
     ("not enough memory, CUDA out of memory", ["oom"]),
     ("no OOM at first, then CUDA out of memory at step 300", ["oom"]),
+    # near-miss: epochs counted, not timed, name no slowness
+    ("trained for 3 epochs, then the loss goes nan", ["numerics"]),
 ])
 def test_negated_words_name_nothing(kn, text: str, branches: list[str]) -> None:
     assert sorted(classify(text, kn)) == branches
