@@ -123,6 +123,19 @@ def test_a_training_loop_on_xla_yields_to_the_compiler(text: str, branch: str) -
 
 
 @pytest.mark.parametrize(("text", "branch"), [
+    # a precision named in a text about speed, no sign of bad numbers: the loop's speed
+    ("the mixed precision training version didn't get faster much", "gpu_util"),
+    ("with fp16 the step time is 35 ms longer: the vocab is not a multiple of 8", "gpu_util"),
+    ("fp16 的训练速度反而比 fp32 慢", "gpu_util"),
+    # near-misses: the same precision with its numbers going wrong
+    ("with fp16 the loss goes nan after 300 steps and training slows down", "numerics"),
+    ("mixed precision training diverges", "numerics"),
+])
+def test_a_precision_said_of_speed_yields_to_the_loop(text: str, branch: str) -> None:
+    assert kb.diagnose(symptom=text).branches[0] == branch
+
+
+@pytest.mark.parametrize(("text", "branch"), [
     # a server that hangs or crashes across its GPUs, no word of speed: a collective problem
     ("vLLM with tensor-parallel-size=4 hangs at NCCL communicator init", "nccl"),
     ("Crash with `--tensor-parallel-size` in the docker container, vllm dies with SIGBUS", "nccl"),
