@@ -62,6 +62,9 @@ _MEMORY_FULL = re.compile(
     r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
     r"(?:full|maxed(?:\s+out)?)\b)"
     r"|显存[^，。,.;；\n]{0,8}?(?:占满|满了|打满)")
+#: the card's memory said to overflow with words between ("32g显存直接溢出了"): 显存溢出, an OOM, not
+#: a numeric overflow (溢出 alone is one)
+_VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出")
 #: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
 #: not installed"): a template's placeholder, which names no device in use
 _ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
@@ -102,6 +105,7 @@ def _norm_text(text: str) -> str:
     duration "time per iteration"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
+    text = _VRAM_OVERFLOW.sub("显存溢出", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
@@ -568,6 +572,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         if _THAN.search(text[max(0, a - 24):a]):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
+    for m in _VRAM_OVERFLOW.finditer(text):
+        # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
+        plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
     alone = works_alone(text) if text else set()
     if alone:
         # "fine on a single node, hangs across two": the setup compared is the symptom; it reads

@@ -127,6 +127,7 @@ def test_a_training_loop_on_xla_yields_to_the_compiler(text: str, branch: str) -
     ("the mixed precision training version didn't get faster much", "gpu_util"),
     ("with fp16 the step time is 35 ms longer: the vocab is not a multiple of 8", "gpu_util"),
     ("fp16 的训练速度反而比 fp32 慢", "gpu_util"),
+    ("a significant difference in code execution time with wandb, using Mixed Precision", "gpu_util"),
     # near-misses: the same precision with its numbers going wrong
     ("with fp16 the loss goes nan after 300 steps and training slows down", "numerics"),
     ("mixed precision training diverges", "numerics"),

@@ -210,6 +210,12 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("GPU内存用了4G但是使用率却是0，难怪训练这么慢", "gpu_util"),
     ("with speed perturbation it takes 30 days; why does it take so long?", "gpu_util"),
     ("the video job was killed after 30 steps on an A100 80GB", "oom"),
+    # the card's memory said to overflow with words between is an OOM, its size the setup's
+    ("换成5万条数据之后，现在32g显存直接溢出了", "oom"),
+    ("fp16 训练时 loss 溢出", "numerics"),
+    # a job that freezes with nothing else named: a hang
+    ("Jupyter terminal freezes, and connection to AWS node closes", "nccl"),
+    ("it freezes every num_workers iterations", "gpu_util"),
     # an epoch's duration said is a complaint about speed
     ("I get around 16 hours for one epoch on COCO", "gpu_util"),
     ("running resnet50 on an image set is taking 4 hours an epoch", "gpu_util"),
