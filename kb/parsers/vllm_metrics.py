@@ -43,6 +43,15 @@ _SG_FIELDS = (
 )
 _SG_GRAPH = re.compile(r"cuda graph: (True|False)")
 
+#: the KV cache a serving engine sized at start-up: vLLM V1 (vllm/v1/core/kv_cache_utils.py,
+#: "GPU KV cache size: 17,840 tokens" then "Maximum concurrency for 131,072 tokens per request:
+#: 0.14x", the second naming the engine's max model length) and SGLang
+#: (python/sglang/srt/mem_cache/memory_pool.py: "KV Cache is allocated. #tokens: 17840, K size:
+#: ..."). vLLM V0's "# GPU blocks: N" is left out: its tokens depend on a block size it does not print
+_KV_SIZE = re.compile(r"GPU KV cache size: ([\d,]{1,15}) tokens")
+_MAX_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]{1,15}) tokens per request: [\d.]+x")
+_SG_KV_SIZE = re.compile(r"KV Cache is allocated\. #tokens: (\d{1,15})\b")
+
 # (fact, [metric names in order of preference]) for histograms -> (p50 fact, p99 fact)
 _HISTOGRAMS: tuple[tuple[str | None, str | None, tuple[str, ...]], ...] = (
     ("ttft_ms_p50", "ttft_ms_p99", ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds")),
@@ -74,6 +83,19 @@ def stats_line(line: str) -> dict[str, Any] | None:
             value = float(mm.group(1)) * scale
             out[key] = round(min(value, 1.0), 6) if scale != 1.0 else value
     return out
+
+
+def kv_capacity_line(line: str) -> dict[str, Any] | None:
+    """``{fact path: value}`` from a serving engine's start-up line that sizes its KV cache
+    (``oom.kv_cache_capacity_tokens``, or ``inference.max_model_len`` from vLLM's concurrency
+    line), or None if it is not one."""
+    m = _KV_SIZE.search(line) or _SG_KV_SIZE.search(line)
+    if m:
+        return {"oom.kv_cache_capacity_tokens": int(m.group(1).replace(",", ""))}
+    m = _MAX_CONCURRENCY.search(line)
+    if m:
+        return {"inference.max_model_len": int(m.group(1).replace(",", ""))}
+    return None
 
 
 def sglang_decode_line(line: str) -> dict[str, Any] | None:

@@ -100,3 +100,39 @@ def test_one_eager_decode_batch_is_enough() -> None:
     facts = training_log.parse(text.splitlines(True), "t").facts
     assert facts["inference"]["decode_cuda_graph"] is False
     assert facts["inference"]["num_running"] == 40.0  # the last line's state
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # vLLM V1's start-up (vllm/v1/core/kv_cache_utils.py, numbers with thousands separators)
+    ("(EngineCore_0 pid=52) INFO 06-28 06:11:45 [kv_cache_utils.py:829] GPU KV cache size: 17,840 tokens",
+     {"oom.kv_cache_capacity_tokens": 17840}),
+    ("INFO 06-28 06:11:45 [kv_cache_utils.py:833] Maximum concurrency for 131,072 tokens per request: 0.14x",
+     {"inference.max_model_len": 131072}),
+    # SGLang's memory pool (python/sglang/srt/mem_cache/memory_pool.py)
+    ("[2025-02-23 06:02:40 TP0] KV Cache is allocated. #tokens: 1526178, K size: 20.96 GB, V size: 20.96 GB",
+     {"oom.kv_cache_capacity_tokens": 1526178}),
+    # near-misses: vLLM V0's blocks (their tokens depend on a block size it does not print) and
+    # the periodic usage line
+    ("INFO 06-28 06:11:45 distributed_gpu_executor.py:45] # GPU blocks: 378, # CPU blocks: 1638", None),
+    ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 31.4 tokens/s, Running: 1 reqs, "
+     "GPU KV cache usage: 0.3%", None),
+])
+def test_kv_cache_size_at_start_up(line: str, want: dict | None) -> None:
+    from kb.parsers.vllm_metrics import kv_capacity_line
+
+    assert kv_capacity_line(line) == want
+
+
+def test_a_kv_cache_smaller_than_one_request_is_found_in_the_log() -> None:
+    # a start-up log whose KV cache cannot hold one request of the engine's max model length
+    import kb
+
+    log = ("INFO 06-28 06:11:40 [core.py:75] Initializing a V1 LLM engine (v0.9.1) with config: "
+           "model='meta-llama/Llama-3.1-8B-Instruct', max_seq_len=131072\n"
+           "INFO 06-28 06:11:45 [kv_cache_utils.py:829] GPU KV cache size: 17,840 tokens\n"
+           "INFO 06-28 06:11:45 [kv_cache_utils.py:833] Maximum concurrency for 131,072 tokens per request: 0.14x\n")
+    rep = kb.diagnose(inputs=[log])
+    assert [f.cause_id for f in rep.findings] == ["oom.kv_cache_max_model_len"]
+    # near-miss: the same engine with room for eight such requests is healthy on this count
+    ok = log.replace("17,840", "1,048,576").replace("0.14x", "8.00x")
+    assert "oom.kv_cache_max_model_len" not in [f.cause_id for f in kb.diagnose(inputs=[ok]).findings]

@@ -137,7 +137,12 @@ class LogScanner:
         if "compile" in fams:
             self.compile.feed(line)
         if "vllm" in fams:
-            st = vllm_metrics.stats_line(line) or vllm_metrics.sglang_decode_line(line)
+            cap = vllm_metrics.kv_capacity_line(line)
+            # the newest start-up in the log is the one that ran
+            for path, value in (cap or {}).items():
+                group, key = path.split(".", 1)
+                (self.inference if group == "inference" else self.facts.setdefault(group, {}))[key] = value
+            st = None if cap else vllm_metrics.stats_line(line) or vllm_metrics.sglang_decode_line(line)
             if st:
                 # one decode batch run without a CUDA graph is enough to say so
                 eager = self.inference.get("decode_cuda_graph") is False

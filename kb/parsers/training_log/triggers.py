@@ -32,7 +32,9 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Unsupported", "UserError", "fullgraph=True",
         "Explanation:",  # 2.9+ records: the real reason behind "Encountered graph break when ..."
     ),
-    "vllm": ("Avg prompt throughput", "Decode batch"),  # vLLM's and SGLang's periodic stats
+    # vLLM's and SGLang's periodic stats; their KV cache size at start-up
+    "vllm": ("Avg prompt throughput", "Decode batch", "GPU KV cache size", "Maximum concurrency for",
+             "KV Cache is allocated"),
     "env": ("NCCL_", "CUDA_", "TORCH_"),
 }
 NUMERIC = "oss"
