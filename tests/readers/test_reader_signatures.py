@@ -167,6 +167,9 @@ def test_worker_and_hardware_near_misses(message: str) -> None:
     # deepspeed/launcher/launch.py, sigkill_handler
     "[2023-11-28 10:00:34,590] [ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', '-u', "
     "'train.py', '--local_rank=0'] exits with return code = -9",
+    # bash running a script reports a child's death by signal with its line (jobs.c)
+    "2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh",
+    "./run.sh: line 9:  4567 Killed                  python train.py --bs 64",
 ])
 def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> None:
     causes, facts = _scan(message)
@@ -180,6 +183,8 @@ def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> Non
     # near-misses: another signal, another exit code
     "  traceback : Signal 15 (SIGTERM) received by PID 12345",
     "[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', 'train.py'] exits with return code = 1",
+    "./run.sh: line 9:  4567 Terminated              python train.py",
+    "./run.sh: line 9:  4567 Segmentation fault      (core dumped) python train.py",
 ])
 def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
     causes, facts = _scan(message)
