@@ -389,8 +389,9 @@ class Reasoner:
             n = max(1, len(sib))
             own = sum(1 - (sum(1 for h in sib if key in h) - 1) / n for key in held[id(r)])
             # support that fails counts against; a fact merely absent (`exists` not met) does
-            # not: what was not collected says nothing
-            against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists")
+            # not: what was not collected says nothing; nor does a reading of another moment
+            against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists"
+                          and not c.condition.snapshot)
             r.evidence = round(own - against
                                + 2 * r.signature + r.mention_weight + len(r.said), 3)
 

@@ -70,6 +70,10 @@ class Condition(_Model):
     value: Any = None
     scale: float = 1.0
     text: Text | None = None
+    #: a reading of one moment (``free``, an nvidia-smi table) that may have been taken at
+    #: another moment than the failure: as support it counts when it holds and says nothing
+    #: when it does not
+    snapshot: bool = False
 
     @property
     def other_fact(self) -> str | None:

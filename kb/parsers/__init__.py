@@ -14,6 +14,7 @@ from types import ModuleType
 
 from kb.parsers import (
     facts_json,
+    free,
     gpustat,
     iostat,
     memory_stats,
@@ -38,6 +39,7 @@ PARSERS: tuple[ModuleType, ...] = (
     nvidia_smi_topo,
     nvidia_smi,
     gpustat,
+    free,
     iostat,
     py_spy,
     vllm_metrics,

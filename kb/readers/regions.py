@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb.parsers import (gpustat, iostat, memory_stats, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo, ps, py_spy,
+from kb.parsers import (free, gpustat, iostat, memory_stats, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo, ps, py_spy,
                         vllm_bench, vllm_metrics)
 from kb.parsers.base import strip_ansi
 
@@ -137,6 +137,10 @@ def find_regions(raw: list[str]) -> list[Region]:
         elif gpustat.is_row(s) or (gpustat.is_header(s) and i + 1 < n and gpustat.is_row(lines[i + 1])):
             end = _extent(lines, i if gpustat.is_row(s) else i + 1, gpustat.in_output, blank_ok=0)
             got = Region(gpustat.NAME, i, end)
+        elif free.is_head(s):
+            end = _extent(lines, i, free.in_table, blank_ok=0)
+            if end > i + 1:
+                got = Region(free.NAME, i, end)
         elif _PS_HEAD.match(s):
             end = _extent(lines, i, lambda x: bool(_PS_ROW.match(x)), blank_ok=0)
             if _try(ps.sniff, lines, i, end):
