@@ -112,7 +112,9 @@ def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
     # PyTorch/XLA compiles each step's lazy graph: a slow loop there is the compiler's first
     ("EfficientNet training with PyTorch XLA takes extremely slow, ~35 sec per epoch before, 10 min now",
      "compile"),
-    ("my model runs so slow on TPUs, the GPU utilization was fine before", "compile"),
+    ("my torch_xla model runs so slow, the GPU utilization was fine before", "compile"),
+    # near-miss: a TPU alone names no compiler (JAX and TensorFlow starve on input there too)
+    ("training on TPU slows down by 40% after this change, the GPU utilization is low", "gpu_util"),
     # near-misses: the same loop starved of data, or no XLA named
     ("training on TPU is slow, the dataloader cannot keep up", "gpu_util"),
     ("EfficientNet training takes extremely slow, the GPU utilization is low", "gpu_util"),

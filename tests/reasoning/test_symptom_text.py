@@ -310,9 +310,9 @@ def test_periods_and_people_stuck(kn, text: str, branches: list[str]) -> None:
     ("using `jit` decorators in JAX runs slowly", ["compile"]),
     ("the tf.function is retraced every time the batch size changes", ["compile"]),
     ("it throws an error when jit-compiled", ["compile"]),
-    # PyTorch/XLA compiles each step's lazy graph: a slow TPU or torch_xla loop is this branch
+    # PyTorch/XLA compiles each step's lazy graph: a slow torch_xla loop is this branch
     ("training EfficientNet with PyTorch XLA takes extremely slow", ["compile"]),
-    ("my model runs so slow on TPUs", ["compile"]),
+    ("my model runs so slow with torch_xla", ["compile"]),
     # near-miss: a C++ source location in a log line names nothing (TensorFlow prints this
     # one-time warning from tensorflow/compiler/jit/ in every log)
     ("W tensorflow/compiler/jit/mark_for_compilation_pass.cc:1412] (One-time warning): Not using "
