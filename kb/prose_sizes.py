@@ -17,7 +17,8 @@ _ZH_COUNT = {"单": 1, "一": 1, "两": 2, "双": 2, "二": 2, "三": 3, "四": 
 # "2 nodes", "two machines", "1 node", "single-node", "4-node cluster", "两台机器", "双机", "单机"
 _NODES = re.compile(
     r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|single|dual|both)"
-    r"[\s-]*(?:physical\s+|gpu\s+|compute\s+|worker\s+)?(?:nodes?|machines?)(?![\w-])", re.I)
+    # ("2 GPU nodes" are two nodes; "an 8-GPU node" is one node of eight GPUs)
+    r"[\s-]*(?:physical\s+|gpu\s+(?=nodes|machines)|compute\s+|worker\s+)?(?:nodes?|machines?)(?![\w-])", re.I)
 _NODES_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)?\s*(?:机器|节点|服务器)|"
                        r"(?P<m>[单双])机")
 

@@ -77,6 +77,10 @@ _EPOCH_TIME = re.compile(
     r"(?:epoch|iteration)s?\b"
     r"|\b(?:epoch|iteration)s?\s+(?:takes?|took|lasts?|last|costs?)\s+(?:about\s+|around\s+|almost\s+|over\s+|"
     r"more than\s+|~\s*)?\d+(?:\.\d+)?\s*(?:hours?|hrs?|h|minutes?|mins?|min|days?)\b")
+#: the training said to be slowed down, with a possessive between ("severely slowing down my
+#: overall training"): it also reads "slowed down training"
+_SLOWING_TRAINING = re.compile(r"(?i)\bslow(?:s|ed|ing)?\s+down\s+(?:my|our|the|his|her|their|your)\s+"
+                               r"(?:\w+\s+)?(?:training|train)\b")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -115,6 +119,8 @@ def _norm_text(text: str) -> str:
         parts.append("low utilization")
     if _EPOCH_TIME.search(text):
         parts.append("time per iteration")
+    if _SLOWING_TRAINING.search(text):
+        parts.append("slowed down training")
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 

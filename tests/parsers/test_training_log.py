@@ -424,6 +424,9 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
     ("[12:44:34] src/storage/./pooled_storage_manager.h:84: cudaMalloc failed: out of memory", True),
     # the driver API's code (cuda.h) as candle/cudarc and TensorFlow print it
     ('error=training failed: backend op failed: DriverError(CUDA_ERROR_OUT_OF_MEMORY, "out of memory")', True),
+    # the runtime API's code (cudaErrorMemoryAllocation = 2) as XLA's stream executor prints it
+    ("E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:413] There was an error before creating cudnn "
+     "handle (2): cudaErrorMemoryAllocation : out of memory", True),
     # near-misses: pinned host memory, and another runtime error of the same call
     ("cudaMallocHost failed: out of memory", False),
     ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),

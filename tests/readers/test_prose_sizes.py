@@ -27,6 +27,9 @@ from kb.weights import complete
     ("multi-node training hangs", None),
     # one node said beside several without a number: the trouble is on the several
     ("any multi-node job dies at NCCL bootstrap. Single-node is unaffected.", None),
+    # one node of eight GPUs is no node count; two GPU nodes are two nodes
+    ("deploy the job unmodified on an 8-GPU node", None),
+    ("training on 2 GPU nodes", 2),
     ("node 3 is slow", None),
     ("the nodes are connected by InfiniBand", None),
 ])

@@ -216,6 +216,9 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     # a job that freezes with nothing else named: a hang
     ("Jupyter terminal freezes, and connection to AWS node closes", "nccl"),
     ("it freezes every num_workers iterations", "gpu_util"),
+    # slowness in everyday Chinese, and the training said to be slowed down with a possessive
+    ("我在训练过程中，发现迭代的速度比较慢，大约30多秒迭代一步", "gpu_util"),
+    ("logging every step is severely slowing down my overall training", "gpu_util"),
     # an epoch's duration said is a complaint about speed
     ("I get around 16 hours for one epoch on COCO", "gpu_util"),
     ("running resnet50 on an image set is taking 4 hours an epoch", "gpu_util"),

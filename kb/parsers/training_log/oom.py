@@ -56,6 +56,10 @@ _OOM_BARE = re.compile(
     # the driver API's own code (cuda.h), as TensorFlow's stream executor, cudarc/candle and
     # Numba print it: "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"
     r"|CUDA_ERROR_OUT_OF_MEMORY"
+    # the runtime API's code for it (cuda_runtime_api.h: cudaErrorMemoryAllocation = 2, "out of
+    # memory"), as XLA's stream executor prints it: "There was an error before creating cudnn
+    # handle (2): cudaErrorMemoryAllocation : out of memory"
+    r"|cudaErrorMemoryAllocation\b"
 )
 #: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
 #: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even

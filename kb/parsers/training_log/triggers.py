@@ -15,7 +15,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
         "Error: cuda runtime error",
         # a CUDA allocation call that failed, as llama.cpp/ggml, MXNet and TensorRT-LLM report it
-        "cudaMalloc",
+        "cudaMalloc", "cudaErrorMemoryAllocation",
         # TensorFlow ("ResourceExhaustedError: OOM when allocating", "Resource exhausted: ...",
         # TF 1.x "Ran out of memory trying to allocate", TF 2.x "Allocator (GPU_0_bfc) ran out
         # of memory trying to allocate"), XLA/JAX ("RESOURCE_EXHAUSTED: Out of
