@@ -411,6 +411,9 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "inference", "inference.prefix_caching_disabled"),
     # a model deployed for answering
     ("when I deploy the 4B model on one 4090 the infer speed is so slow", "inference", None),
+    ("我部署了模型，速度很慢", "inference", None),
+    # near-miss: a job deployed on Kubernetes that crashes in its collective is no serving problem
+    ("Deploy nccl_allreduce_job.yaml unmodified on an 8-GPU node; the job fails (segfault)", "nccl", None),
     # generation speed as seconds per token, or tokens per second in Chinese
     ("my token generation is at around 0.7s/token, which feels extremely slow", "inference", None),
     ("运行速度特别慢，平均只有1.3 token/秒", "inference", None),
