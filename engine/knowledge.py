@@ -283,14 +283,15 @@ class BranchGraph(_Model):
     nodes: list[Node] = Field(min_length=1)
     edges: list[Edge] = Field(min_length=1)
     answers: list[Answer] = Field(default_factory=list)
+    said: list[Said] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
     def _one_yield(cls, data: Any) -> Any:
+        """A single ``yields`` mapping is a list of one."""
         if isinstance(data, dict) and isinstance(data.get("yields"), dict):
             data = {**data, "yields": [data["yields"]]}
         return data
-    said: list[Said] = Field(default_factory=list)
 
     @property
     def root(self) -> str:

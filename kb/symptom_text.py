@@ -100,6 +100,7 @@ _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|
                           r"(?::\d+)?(?![^\s\]:,;)])")
 
 
+@lru_cache(maxsize=64)  # one diagnosis reads the same text for its branches, causes and yields
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product

@@ -138,10 +138,13 @@ class LogScanner:
             self.compile.feed(line)
         if "vllm" in fams:
             cap = vllm_metrics.kv_capacity_line(line)
-            # the newest start-up in the log is the one that ran
+            # the newest start-up in the log is the one that ran; inference facts gather in
+            # self.inference, which finish() writes whole
             for path, value in (cap or {}).items():
-                group, key = path.split(".", 1)
-                (self.inference if group == "inference" else self.facts.setdefault(group, {}))[key] = value
+                if path.startswith("inference."):
+                    self.inference[path.split(".", 1)[1]] = value
+                else:
+                    set_fact(self.facts, path, value, overwrite=True)
             st = None if cap else vllm_metrics.stats_line(line) or vllm_metrics.sglang_decode_line(line)
             if st:
                 # one decode batch run without a CUDA graph is enough to say so
