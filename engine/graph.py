@@ -229,8 +229,10 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
         for y in b.yields:
             if y.to not in kn.branches or y.to == b.id:
                 problems.append(f"{place} yields: unknown branch '{y.to}'")
-            if not (y.when_words.en or y.when_words.zh):
-                problems.append(f"{place} yields: no when_words")
+            if not (y.when_words.en or y.when_words.zh or y.when_setup):
+                problems.append(f"{place} yields: no when_words and not when_setup")
+            if y.when_setup and y.to in kn.branches and not kn.branches[y.to].context:
+                problems.append(f"{place} yields when_setup: branch '{y.to}' has no context")
         for cond in b.context + iter_conditions(b.words_void_when):
             check_fact(place, cond.fact)
             check_value(place, cond.value)

@@ -247,12 +247,16 @@ class Said(_Model):
 
 class Yield(_Model):
     """A branch's words read as another branch's in a text about that other kind of job: the
-    text names one of ``when_words`` (what the job is) and none of ``unless_words`` (what would
-    make it this branch's kind of job after all)."""
+    text names one of ``when_words`` (what the job is), or ``when_setup`` and the inputs' setup
+    places the job there, and none of ``unless_words`` (what would make it this branch's kind
+    of job after all)."""
 
     to: str
-    when_words: WordList
+    when_words: WordList = Field(default_factory=WordList)
     unless_words: WordList = Field(default_factory=WordList)
+    #: also when the job's setup, as the inputs state it, places it in ``to`` (all of that
+    #: branch's ``context`` holds: a serving engine's launch command), whatever the words
+    when_setup: bool = False
 
 
 class BranchGraph(_Model):

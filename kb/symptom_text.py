@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
+from collections.abc import Collection
 from typing import Any
 
 from kb.engine.knowledge import Knowledge
@@ -534,23 +535,34 @@ def _void(branch: Any, flat: dict[str, Any], kn: Knowledge) -> bool:
         evaluate_clause(c, flat, kn) is True for c in branch.words_void_when)
 
 
-def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge
-             ) -> tuple[dict[str, list[str]], str | None]:
-    """``branches`` with each branch whose ``yields`` holds on ``text`` read as the branch it
-    yields to, and a note saying so (None when none moved)."""
+#: a model's hub id with its size ("OpenAssistant/pythia-12b-sft-v8", "Qwen/Qwen2.5-7B-Instruct"):
+#: what the model was trained with ("sft", "lora") is its name, not the user's job
+_MODEL_ID = re.compile(r"(?<![\w/.-])[\w.-]+/[\w.-]*?\d+(?:\.\d+)?[bBmM](?![A-Za-z])[\w.-]*")
+
+
+def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge,
+             in_context: Collection[str] = ()) -> tuple[dict[str, list[str]], str | None]:
+    """``branches`` with each branch whose ``yields`` holds on ``text`` (or, for a yield
+    ``when_setup``, on the setup: ``in_context``, the branches the inputs' setup places the
+    job in) read as the branch it yields to, and a note saying so (None when none moved)."""
     low = _norm_text(text)
+    job = _norm_text(_MODEL_ID.sub(" ", text))
     notes: list[str] = []
     for b in list(branches):
         for y in kn.branches[b].yields:
-            named = _spans(low, y.when_words)
-            if named and not _spans(low, y.unless_words):
+            named = [w for w, _, _ in _spans(low, y.when_words)]
+            setup = y.when_setup and y.to in in_context
+            if (named or setup) and not _spans(job, y.unless_words):
                 break
         else:
             continue
         words = branches.pop(b)
         branches[y.to] = branches.get(y.to, []) + [w for w in words if w not in branches.get(y.to, [])]
-        notes.append(f"symptom text: {', '.join(repr(w) for w in words)} read as {y.to}: the text is "
-                     f"about {', '.join(repr(w) for w, _, _ in named)} and names no {b} job")
+        about = (f"the text is about {', '.join(repr(w) for w in named)}" if named else
+                 "the job's setup places it there "
+                 f"({', '.join(c.fact for c in kn.branches[y.to].context)})")
+        notes.append(f"symptom text: {', '.join(repr(w) for w in words)} read as {y.to}: {about} "
+                     f"and the text names no {b} job")
     return dict(sorted(branches.items(), key=lambda kv: -len(kv[1]))), "; ".join(notes) or None
 
 
@@ -588,11 +600,11 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # as the knowledge's words for it ("works on one node only")
         plain += " \n " + " ; ".join(f"works on one {u} only" for u in sorted(alone))
     branches = classify(plain, kn) if text else {}
-    yield_note: str | None = None
-    if branches:
-        branches, yield_note = _yielded(branches, text, kn)
     stated = flatten(facts.model_dump(mode="python", exclude_defaults=True))
     entered, in_context = _branches_meeting(stated, kn)
+    yield_note: str | None = None
+    if branches:
+        branches, yield_note = _yielded(branches, text, kn, in_context)
     context_note: str | None = None
     if _weak_only(branches, kn):
         # "it is very slow" beside a serving engine's launch command is about serving

@@ -2,7 +2,8 @@
 
 Read: command lines (``torchrun``, ``python -m torch.distributed.launch/run``, ``deepspeed``,
 ``accelerate launch``, ``python x.py --args``, ``vllm serve``, ``python -m
-vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``, ``trtllm-serve``) with
+vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``, ``trtllm-serve``, TGI's
+``text-generation-launcher`` or its image in ``docker run``) with
 ``\\`` continuations; and dumps of parsed arguments: argparse ``Namespace(a=1, ...)``, SGLang's
 ``ServerArgs(...)``, vLLM's ``Initializing ... engine (vX) with config: a=1, ...`` and
 ``non-default args: {'a': 1}``, HF ``TrainingArguments(`` one ``name=value,`` per line.
@@ -61,6 +62,11 @@ def _chunk(v: str | None) -> bool | None:
     """SGLang ``--chunked-prefill-size``: -1 turns chunked prefill off."""
     n = to_int(v.strip("'\"")) if v else None
     return None if n is None else n > 0
+
+
+def _graphs_off(v: str | None) -> bool | None:
+    """TGI ``--cuda-graphs``: the batch sizes to capture; ``0`` captures none (eager)."""
+    return True if (v or "").strip().strip("'\"") == "0" else None
 
 
 def _clip(v: str | None) -> float | None:
@@ -144,6 +150,11 @@ SERVE: dict[str, tuple[str, Conv]] = {
     "context_length": ("inference.max_model_len", _count),  # SGLang
     "quantization": ("inference.quantization", _str),
     "q": ("inference.quantization", _str),
+    # TGI's launcher: https://huggingface.co/docs/text-generation-inference/reference/launcher
+    "num_shard": ("inference.tensor_parallel_size", _count),
+    "quantize": ("inference.quantization", _str),
+    "max_total_tokens": ("inference.max_model_len", _count),
+    "cuda_graphs": ("inference.enforce_eager", _graphs_off),
 }
 #: keys whose meaning in a training script's args
 TRAIN: dict[str, tuple[str, Conv]] = {
@@ -171,11 +182,15 @@ BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
 # Aphrodite is a vLLM fork with vLLM's flags ("aphrodite run <model>"): its engine is left unset,
 # so the causes written for vLLM apply
 _SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve"
-                          r"|aphrodite\s+run|aphrodite\.endpoints")
-_ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"))
+                          r"|aphrodite\s+run|aphrodite\.endpoints|text-generation-launcher"
+                          r"|text-generation-inference:")
+_ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
+           ("text-generation", "tgi"))
 #: a launch command: the launcher after an optional prompt, env prefix or wrapper
 LAUNCH = re.compile(
     r"(?:^|[\s;&|(`])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
+    # TGI: its launcher, or its image in a `docker run` (the launcher's flags follow the image)
+    r"|text-generation-launcher|(?:\S*/)?text-generation-inference:\S+"
     r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
 )
 

@@ -57,7 +57,13 @@ _ENV_FIELD = re.compile(
     # the rest of `python -m torch.utils.collect_env`: its header, the cuDNN library paths it
     # lists, lscpu's aligned fields ("Architecture:      x86_64") and its pip / conda lists
     r"|^\s*Collecting environment information|^\s*/\S+\.so(?:\.\d+)*\s*$"
-    r"|^\s*[A-Z][\w ()/.-]{0,40}:\s{3,}\S|^\s*\[(?:pip3?|conda)\]\s", re.I)
+    r"|^\s*[A-Z][\w ()/.-]{0,40}:\s{3,}\S|^\s*\[(?:pip3?|conda)\]\s"
+    # a report's "Name: ..., Version: 3.10.10, ..." fields on one line
+    r"|^[^\n]{0,60}\bVersion:\s*v?\d", re.I)
+#: a card's size stated as a spec ("VRAM: 10240 MiB", "GPU memory: 24 GB"): the setup, not a
+#: memory symptom
+_CARD_SIZE = re.compile(r"\b(?:VRAM|GPU memory|total memory|显存)\s*[:=]\s*\d[\d.,]*\s*(?:[KMGT]i?B|[KMGT])\b",
+                        re.I)
 #: a Python traceback's frame line
 _FRAME = re.compile(r'\s*File "[^"]*", line \d+')
 #: notes the sub-parsers write when a region they were handed holds nothing they know
@@ -151,8 +157,8 @@ def prose(lines: Iterable[str], *, settings_read: bool = False) -> str:
 def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
     """The lines whose words may name a branch: not a traceback's frames and their source
     lines (code says ``eval_dataloader`` in any failure), not a template question answered
-    "no" (nor any template question's own words), not an environment field's versions, not a
-    launch command, arguments dump or
+    "no" (nor any template question's own words), not an environment field's versions nor a
+    card's memory size, not a launch command, arguments dump or
     setting (``torchrun``, ``--ddp_backend nccl``: they set the job up)."""
     code = False
     config = None if settings_read else _line_facts()
@@ -167,7 +173,7 @@ def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
             continue
         code = False
         if not _DENIED.search(line) and not _EMPTY_FIELD.match(line) and not _ENV_FIELD.match(line):
-            yield _TEMPLATE_Q.sub("", line, count=1)
+            yield _CARD_SIZE.sub(" ", _TEMPLATE_Q.sub("", line, count=1))
 
 
 def _line_facts() -> LineFacts:

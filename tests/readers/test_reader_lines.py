@@ -43,6 +43,16 @@ CASES = [
     # SGLang 0.5.x turns only the decode graphs off with its own flag
     ("python -m sglang.launch_server --model-path my-model --disable-decode-cuda-graph",
      {"inference": {"engine": "sglang", "enforce_eager": True}}),
+    # TGI's launcher and its image in `docker run` (flags:
+    # https://huggingface.co/docs/text-generation-inference/reference/launcher); a bare flag
+    # before the next one keeps no value
+    ("docker run --gpus all --shm-size 1g -p 8080:80 -v $volume:/data \\\n"
+     "    ghcr.io/huggingface/text-generation-inference:2.4.0 --model-id $model --num-shard 4 \\\n"
+     "    --max-total-tokens 8192 --quantize gptq --cuda-graphs 0",
+     {"inference": {"engine": "tgi", "tensor_parallel_size": 4, "max_model_len": 8192, "quantization": "gptq",
+                    "enforce_eager": True}}),
+    ("text-generation-launcher --model-id bigscience/bloom-560m --num-shard 2 --cuda-graphs 1,2,4,8",
+     {"inference": {"engine": "tgi", "tensor_parallel_size": 2, "enforce_eager": None}}),
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     ("NCCL_DEBUG=INFO torchrun --nnodes=2 --nproc_per_node=8 --rdzv_endpoint=host:29500 train.py \\\n"
      "    --bf16 --dataloader_num_workers 8 --per_device_train_batch_size 4 \\\n"

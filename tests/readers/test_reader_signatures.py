@@ -290,6 +290,24 @@ def test_killed_jobs(text: str, proof: bool) -> None:
     assert (facts.get("oom", {}).get("host_oom_killed") is True) is proof
 
 
+@pytest.mark.parametrize(("text", "fires"), [
+    # Ray's memory monitor, as ray.get raises it (docs: ray-core/scheduling/ray-oom-prevention)
+    ("ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.\n"
+     "Memory on the node (IP: 10.0.62.231, ID: e5d9) where the task (task ID: 4353, name=load, "
+     "pid=11362, memory used=1.25GB) was running was 32.53GB / 33.28GB (0.977449), which exceeds "
+     "the memory usage threshold of 0.95.", True),
+    # the same monitor ending an actor
+    ("(raylet) Actor was killed due to the node running low on memory.", True),
+    # a CUDA OOM raised inside a Ray task is the GPU's, not the node's RAM
+    ("ray.exceptions.RayTaskError(OutOfMemoryError): ray::train() torch.OutOfMemoryError: CUDA out "
+     "of memory. Tried to allocate 2.00 GiB", False),
+])
+def test_rays_memory_monitor(text: str, fires: bool) -> None:
+    causes, facts = _scan(text)
+    assert (facts.get("oom", {}).get("host_oom_killed") is True) is fires
+    assert ("oom.host_ram_oom" in causes) is fires
+
+
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
     assert "oom.host_ram_oom" not in causes

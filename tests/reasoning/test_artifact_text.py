@@ -200,3 +200,22 @@ def test_the_kind_of_job_opens_its_branch_when_nothing_else_does() -> None:
     assert rep.branches[0] == "oom"
     rep = kb.diagnose({"gpu": {"utilization_samples": [97, 96, 98, 97]}}, inputs=[launch])
     assert rep.status == "healthy"
+
+
+def test_a_cards_memory_size_names_no_oom() -> None:
+    # kohya_ss's environment report: the card's size is the setup, not a memory problem (nor is
+    # the "Version: 3.10.10" field a word about versions)
+    env = ("Python Information: Version: 3.10.10, Implementation: CPython\n"
+           "GPU Information: Name: NVIDIA GeForce RTX 3080, VRAM: 10240 MiB\n")
+    assert "oom" not in kb.diagnose(inputs=[env]).branches
+    # near-miss: the same card said to run out of its memory
+    rep = kb.diagnose(inputs=[env + "VRAM ran out of memory at step 12\n"])
+    assert rep.branches == ["oom"]
+
+
+def test_a_version_field_is_the_setup() -> None:
+    from kb.readers.incident import _ENV_FIELD
+
+    assert _ENV_FIELD.match("Python Information: Version: 3.10.10, Implementation: CPython")
+    # near-miss: a message about versions is not a field of the report
+    assert not _ENV_FIELD.match("RuntimeError: NCCL version mismatch between ranks 0 and 3")

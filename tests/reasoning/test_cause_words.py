@@ -108,6 +108,26 @@ def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
         assert any("read as inference" in w for w in rep.warnings)
 
 
+TGI = ("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:1.0 "
+       "--model-id $model --num-shard 4 --quantize bitsandbytes\n")
+
+
+@pytest.mark.parametrize(("text", "inputs", "branch"), [
+    # utilisation words beside a serving engine's launch command: the server's GPUs
+    ("GPU utilization is around 50% with quantization compared to 99% without", TGI, "inference"),
+    # a model's hub name says how it was trained, not that this job trains
+    ("Model: OpenAssistant/pythia-12b-sft-v8-7k-steps. GPU utilization is around 50%", TGI, "inference"),
+    # near-misses: the same words beside a training launch, or a text that trains
+    ("GPU utilization is around 50% with quantization",
+     "torchrun --nproc_per_node 4 train.py --bf16\n", "gpu_util"),
+    ("GPU utilization is around 50% while we fine-tune with LoRA", TGI, "gpu_util"),
+])
+def test_a_training_branch_yields_to_a_serving_setup(text: str, inputs: str, branch: str) -> None:
+    rep = kb.diagnose(symptom=text, inputs=[inputs])
+    assert rep.branches[0] == branch
+    assert any("setup places it there" in w for w in rep.warnings) is (branch == "inference")
+
+
 @pytest.mark.parametrize(("text", "branch"), [
     # PyTorch/XLA compiles each step's lazy graph: a slow loop there is the compiler's first
     ("EfficientNet training with PyTorch XLA takes extremely slow, ~35 sec per epoch before, 10 min now",
