@@ -308,6 +308,32 @@ def test_rays_memory_monitor(text: str, fires: bool) -> None:
     assert ("oom.host_ram_oom" in causes) is fires
 
 
+@pytest.mark.parametrize(("text", "fires"), [
+    # vLLM's ModelConfig._verify_quantization, as a v0.5.4 server logged it
+    ("WARNING 08-09 13:57:44 config.py:254] gptq quantization is not fully optimized yet. The speed can be "
+     "slower than non-quantized models.", True),
+    # SGLang prints the same words for its own slow methods
+    ("[2025-09-28 17:07:09 TP0] mxfp4 quantization is not fully optimized yet. The speed can be slower than "
+     "non-quantized models.", True),
+    # vLLM's gptq_marlin.py: an explicit --quantization gptq forced the slow kernel
+    ("INFO 09-24 15:46:11 gptq_marlin.py:112] Detected that the model can run with gptq_marlin, however you "
+     "specified quantization=gptq explicitly, so forcing gptq. Use quantization=gptq_marlin for faster inference",
+     True),
+    # bitsandbytes Linear4bit.forward: 4-bit layers computing in the float32 default
+    ("UserWarning: Input type into Linear4bit is torch.float16, but bnb_4bit_compute_dtype=torch.float32 "
+     "(default). This will lead to slow inference or training speed.", True),
+    # near-misses: vLLM converting the checkpoint to the fast kernel itself, and a plain FP8 server
+    ("INFO 09-24 15:46:11 gptq_marlin.py:108] The model is convertible to gptq_marlin during runtime. Using "
+     "gptq_marlin kernel.", False),
+    ("INFO 05-01 10:00:00 fp8.py:52] Detected fp8 checkpoint. Please note that the format is experimental.",
+     False),
+])
+def test_slow_quantized_kernels(text: str, fires: bool) -> None:
+    causes, facts = _scan(text)
+    assert (facts.get("inference", {}).get("quant_kernel_slow") is True) is fires
+    assert ("inference.quant_kernel_slow" in causes) is fires
+
+
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
     assert "oom.host_ram_oom" not in causes
