@@ -69,6 +69,12 @@ def _graphs_off(v: str | None) -> bool | None:
     return True if (v or "").strip().strip("'\"") == "0" else None
 
 
+def _size_gb(v: str | None) -> float | None:
+    """A size in GiB, 0 or more (vLLM ``--cpu-offload-gb``)."""
+    x = to_float(v.strip("'\"")) if v else None
+    return x if x is not None and x >= 0 else None
+
+
 def _clip(v: str | None) -> float | None:
     x = to_float(v.strip("'\"")) if v else None
     return x if x is not None and x > 0 else None
@@ -104,6 +110,7 @@ ANY: dict[str, tuple[str, Conv]] = {
     "enforce_eager": ("inference.enforce_eager", _bool),
     "tensor_parallel_size": ("inference.tensor_parallel_size", _count),
     "max_model_len": ("inference.max_model_len", _count),
+    "cpu_offload_gb": ("inference.cpu_offload_gb", _size_gb),
     "speculative_model": ("inference.speculative", _present),
     "speculative_config": ("inference.speculative", _present),
     "num_speculative_tokens": ("inference.speculative", _present),

@@ -53,6 +53,9 @@ CASES = [
                     "enforce_eager": True}}),
     ("text-generation-launcher --model-id bigscience/bloom-560m --num-shard 2 --cuda-graphs 1,2,4,8",
      {"inference": {"engine": "tgi", "tensor_parallel_size": 2, "enforce_eager": None}}),
+    # vLLM keeps --cpu-offload-gb of weights in host memory (engine args)
+    ("vllm serve zai-org/GLM-4.5-Air --tensor-parallel-size 2 --cpu-offload-gb 16 --max-model-len 32768",
+     {"inference": {"engine": "vllm", "cpu_offload_gb": 16.0, "tensor_parallel_size": 2, "max_model_len": 32768}}),
     # torchrun: https://docs.pytorch.org/docs/stable/elastic/run.html
     ("NCCL_DEBUG=INFO torchrun --nnodes=2 --nproc_per_node=8 --rdzv_endpoint=host:29500 train.py \\\n"
      "    --bf16 --dataloader_num_workers 8 --per_device_train_batch_size 4 \\\n"

@@ -6,7 +6,7 @@ import math
 import re
 from typing import Any, Callable
 
-from kb.parsers import ranks, vllm_metrics
+from kb.parsers import offload, ranks, vllm_metrics
 from kb.parsers.base import MAX_SAMPLES, ParseResult, get_fact, set_fact, strip_ansi, trim
 from kb.parsers.torch_compile import CompileScanner
 from kb.parsers.training_log import dataload, distributed, oom, stalls
@@ -152,6 +152,15 @@ class LogScanner:
                 self.inference.update(st)
                 if eager:
                     self.inference["decode_cuda_graph"] = False
+        if "offload" in fams:
+            placed = offload.placement_line(line)
+            if placed is not None:
+                # the least placed model: `ollama ps` lists every loaded model, and one split
+                # across CPU and GPU is the slow one; the runner is the serving engine
+                share, runner = placed
+                seen = self.inference.get("gpu_model_share")
+                self.inference["gpu_model_share"] = share if seen is None else min(seen, share)
+                self.inference.setdefault("engine", runner)
         if "env" in fams:
             m = _ENV_LINE.match(line)
             if m:

@@ -35,6 +35,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     # vLLM's and SGLang's periodic stats; their KV cache size at start-up
     "vllm": ("Avg prompt throughput", "Decode batch", "GPU KV cache size", "Maximum concurrency for",
              "KV Cache is allocated"),
+    # where a local runner placed the model: llama.cpp's load line, an `ollama ps` row
+    "offload": ("layers to GPU", "CPU/GPU", "% GPU", "% CPU", "level=INFO source="),
     "env": ("NCCL_", "CUDA_", "TORCH_"),
 }
 NUMERIC = "oss"
