@@ -24,6 +24,10 @@ _DUMP_FIELD = re.compile(r"^\s*([A-Za-z_]\w{0,60})=(.*?),?\s*$")
 #: an RDMA port's link layer: ``ibv_devinfo`` ("link_layer: Ethernet", rdma-core
 #: libibverbs/examples/devinfo.c) and ``ibstat`` ("Link layer: InfiniBand", infiniband-diags)
 _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand)\s*$")
+#: whether generation keeps its KV cache: a model config's field (config.json ``"use_cache":
+#: false``, YAML ``use_cache: false``) or a call's keyword (``generate(..., use_cache=False)``);
+#: transformers' PretrainedConfig / GenerationConfig ``use_cache``
+_USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 
@@ -83,6 +87,11 @@ class LineFacts:
             taken = True
         if "=" in line and env.read_line(self.facts, line):
             self._count("environment variables")
+            taken = True
+        uc = _USE_CACHE.search(line) if "use_cache" in line else None
+        if uc:
+            set_fact(self.facts, "inference.use_cache", uc.group(1).lower() == "true")
+            self._count("model config")
             taken = True
         return taken
 

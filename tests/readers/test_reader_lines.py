@@ -168,3 +168,16 @@ def test_mixed_link_layers_say_nothing() -> None:
     # an IB port for the job and an Ethernet one for storage: which NCCL uses is not told here
     text = "\t\t\tlink_layer:\t\tInfiniBand\n\t\t\tlink_layer:\t\tEthernet\n"
     assert "distributed" not in facts_of(text)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # a checkpoint's config.json saved after a gradient-checkpointed run, YAML, a generate() call
+    ('{\n  "architectures": ["LlamaForCausalLM"],\n  "use_cache": false,\n  "vocab_size": 32000\n}', False),
+    ("model:\n  use_cache: true\n", True),
+    ("out = model.generate(input_ids, max_new_tokens=64, use_cache=False)", False),
+    # near-misses: the word in a sentence, another field
+    ("why is use_cache disabled here?", None),
+    ('  "use_cache_quantization": false,', None),
+])
+def test_use_cache(text: str, want: bool | None) -> None:
+    assert facts_of(text).get("inference", {}).get("use_cache") == want
