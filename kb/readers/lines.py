@@ -28,6 +28,8 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 #: false``, YAML ``use_cache: false``) or a call's keyword (``generate(..., use_cache=False)``);
 #: transformers' PretrainedConfig / GenerationConfig ``use_cache``
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
+#: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
+_DATA_PARALLEL = re.compile(r"(?<![\w.])(?:torch\.)?(?:nn\.)?(?<!Distributed)DataParallel\(")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 
@@ -87,6 +89,10 @@ class LineFacts:
             taken = True
         if "=" in line and env.read_line(self.facts, line):
             self._count("environment variables")
+            taken = True
+        if "DataParallel(" in line and _DATA_PARALLEL.search(line):
+            set_fact(self.facts, "distributed.single_process_multi_gpu", True)
+            self._count("model setup")
             taken = True
         uc = _USE_CACHE.search(line) if "use_cache" in line else None
         if uc:

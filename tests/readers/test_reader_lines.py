@@ -181,3 +181,14 @@ def test_mixed_link_layers_say_nothing() -> None:
 ])
 def test_use_cache(text: str, want: bool | None) -> None:
     assert facts_of(text).get("inference", {}).get("use_cache") == want
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("model = torch.nn.DataParallel(model)", True),
+    ("net = nn.DataParallel(net, device_ids=[0, 1, 2, 3])", True),
+    # near-misses: DDP, and a subclass of another name
+    ("model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])", None),
+    ("self.model = CustomDataParallel(model)", None),
+])
+def test_data_parallel_in_code(text: str, want: bool | None) -> None:
+    assert facts_of(text).get("distributed", {}).get("single_process_multi_gpu") == want

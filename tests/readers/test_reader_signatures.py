@@ -334,6 +334,18 @@ def test_slow_quantized_kernels(text: str, fires: bool) -> None:
     assert ("inference.quant_kernel_slow" in causes) is fires
 
 
+def test_data_parallels_gather_warning() -> None:
+    # torch/nn/parallel/_functions.py Gather.forward, as HF Trainer on two visible GPUs prints it
+    causes, facts = _scan("/opt/conda/lib/python3.6/site-packages/torch/nn/parallel/_functions.py:58: UserWarning: "
+                          "Was asked to gather along dimension 0, but all input tensors were scalars; will instead "
+                          "unsqueeze and return a vector.")
+    assert "gpu_util.dataparallel_single_process" in causes
+    assert facts["distributed"]["single_process_multi_gpu"] is True
+    # near-miss: DDP's own messages name no DataParallel
+    causes, _ = _scan("[rank0]: Reducer buckets have been rebuilt in this iteration.")
+    assert "gpu_util.dataparallel_single_process" not in causes
+
+
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
     assert "oom.host_ram_oom" not in causes
