@@ -29,7 +29,7 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 #: transformers' PretrainedConfig / GenerationConfig ``use_cache``
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
-_DATA_PARALLEL = re.compile(r"(?<![\w.])(?:torch\.)?(?:nn\.)?(?<!Distributed)DataParallel\(")
+_DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 

@@ -186,6 +186,7 @@ def test_use_cache(text: str, want: bool | None) -> None:
 @pytest.mark.parametrize(("text", "want"), [
     ("model = torch.nn.DataParallel(model)", True),
     ("net = nn.DataParallel(net, device_ids=[0, 1, 2, 3])", True),
+    ("model = torch.nn.parallel.DataParallel(model).cuda()", True),
     # near-misses: DDP, and a subclass of another name
     ("model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank])", None),
     ("self.model = CustomDataParallel(model)", None),
