@@ -546,13 +546,17 @@ def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge,
     ``when_setup``, on the setup: ``in_context``, the branches the inputs' setup places the
     job in) read as the branch it yields to, and a note saying so (None when none moved)."""
     low = _norm_text(text)
-    job = _norm_text(_MODEL_ID.sub(" ", text))
+    job: str | None = None  # the text without model names, read only when a yield could hold
     notes: list[str] = []
     for b in list(branches):
         for y in kn.branches[b].yields:
             named = [w for w, _, _ in _spans(low, y.when_words)]
             setup = y.when_setup and y.to in in_context
-            if (named or setup) and not _spans(job, y.unless_words):
+            if not (named or setup):
+                continue
+            if job is None:
+                job = _norm_text(_MODEL_ID.sub(" ", text))
+            if not _spans(job, y.unless_words):
                 break
         else:
             continue
