@@ -172,7 +172,8 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     # what could be derived, asked on the few facts it touches (a full dump costs more)
     probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib", "count"),
              "distributed": part("distributed", "nvlink_present", "world_size", "nnodes"),
-             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink", "engine"),
+             "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink", "engine",
+                               "gpus_per_replica", "unsplit_weights_fraction"),
              "training": part("training", "model_params_billion", "weight_bits", "full_parameter",
                               "zero_stage"),
              "numerics": part("numerics", "dtype"),

@@ -1,5 +1,6 @@
-"""What a GPU's product name tells (``graphs/gpus.yaml``): its compute capability, and for
-products with no NVLink at all, that its GPUs talk over PCIe only.
+"""What a GPU's product name tells (``graphs/gpus.yaml``): its compute capability, the memory
+its variants come with, and for products with no NVLink at all, that its GPUs talk over PCIe
+only.
 
 :func:`complete` fills ``gpu.compute_capability`` and ``distributed.nvlink_present`` (and, for
 a tensor-parallel server, ``inference.tp_all_nvlink``) from ``gpu.name`` when no reader
@@ -22,7 +23,7 @@ from kb.engine.errors import KnowledgeError
 from kb.factpath import get_fact, set_fact
 
 #: bumped when the row layout changes (the JSON cache key holds it)
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 
 
 class GpuModel(NamedTuple):
@@ -34,6 +35,8 @@ class GpuModel(NamedTuple):
     nvlink: bool | None
     #: names as tools print them that must resolve to this entry (the first that matches)
     examples: tuple[str, ...]
+    #: (smallest, largest) memory in GiB of the products the entry covers; None: not listed
+    memory_gib: tuple[int, int] | None = None
 
 
 Rows = tuple[tuple[re.Pattern[str], GpuModel], ...]
@@ -51,6 +54,14 @@ def _validate(path: Path, data: Any) -> list[GpuModel]:
         compute_capability: float = Field(gt=0, lt=20)
         nvlink: bool | None = None
         examples: list[str] = Field(min_length=1)
+        memory_gib: tuple[int, int] | None = None
+
+        @field_validator("memory_gib")
+        @classmethod
+        def _range(cls, v: tuple[int, int] | None) -> tuple[int, int] | None:
+            if v is not None and not 1 <= v[0] <= v[1] <= 1024:
+                raise ValueError("memory_gib must be [smallest, largest] GiB, 1 to 1024")
+            return v
 
         @field_validator("match")
         @classmethod
@@ -72,7 +83,8 @@ def _validate(path: Path, data: Any) -> list[GpuModel]:
     except ValidationError as exc:
         raise KnowledgeError(str(path), str(exc).splitlines()[0],
                              problems=[f"{path}: {e['loc']}: {e['msg']}" for e in exc.errors()]) from None
-    return [GpuModel(r.match, r.compute_capability, r.nvlink, tuple(r.examples)) for r in t.gpus]
+    return [GpuModel(r.match, r.compute_capability, r.nvlink, tuple(r.examples), r.memory_gib)
+            for r in t.gpus]
 
 
 def _rows(models: list[GpuModel]) -> Rows:
@@ -116,7 +128,7 @@ def table() -> Rows:
     cached = None if d is None else d / f"gpus-{key}.json"
     if cached is not None:
         try:
-            rows = [GpuModel(r[0], r[1], r[2], tuple(r[3]))
+            rows = [GpuModel(r[0], r[1], r[2], tuple(r[3]), tuple(r[4]) if r[4] else None)
                     for r in json.loads(cached.read_text(encoding="utf-8"))]
             return _rows(rows)
         except (OSError, ValueError, TypeError, IndexError):
@@ -142,6 +154,21 @@ def lookup(name: str) -> GpuModel | None:
         if rx.search(name):
             return g
     return None
+
+
+#: a memory size in the product name as nvidia-smi prints it ("A100-SXM4-80GB", "A100 80GB
+#: PCIe", "V100-PCIE-16GB", "A100-40G" as people write it)
+_NAME_GIB = re.compile(r"(?<![0-9A-Za-z])(\d{1,3})\s?G(?:B|iB)?(?![0-9A-Za-z])", re.I)
+
+
+def memory_range_gib(name: str) -> tuple[int, int] | None:
+    """One GPU's memory in GiB for a product name: the size the name states, else the
+    table's (smallest, largest) for the product; None when neither is known."""
+    m = _NAME_GIB.search(name)
+    if m and 2 <= int(m.group(1)) <= 288:
+        return int(m.group(1)), int(m.group(1))
+    g = lookup(name)
+    return g.memory_gib if g is not None else None
 
 
 def complete(facts: dict[str, Any]) -> list[str]:

@@ -98,7 +98,10 @@ def params_billion(text: str) -> float | None:
 
 _BITS = [(4, re.compile(r"(?<![0-9A-Za-z_])(?:4[\s-]?bits?|int4|w4a16|q4(?:_\w+)?|nf4|gptq|awq|"
                         r"bnb[\s-]?4bit|load_in_4bit)(?![0-9A-Za-z_])", re.I)),
-         (8, re.compile(r"(?<![0-9A-Za-z_])(?:8[\s-]?bits?|int8|w8a8|fp8|load_in_8bit)(?![0-9A-Za-z_])", re.I)),
+         (8, re.compile(r"(?<![0-9A-Za-z_])(?:8[\s-]?bits?|int8|w8a8|fp8|load_in_8bit|q8(?:_\w+)?)(?![0-9A-Za-z_])", re.I)),
+         # llama.cpp's GGUF k-quants name their nominal bits: Q5_K_M, Q6_K, Q3_K_S, Q2_K
+         *((b, re.compile(rf"(?<![0-9A-Za-z_])(?:{b}[\s-]?bits?|q{b}(?:_\w+)?)(?![0-9A-Za-z_])", re.I))
+           for b in (2, 3, 5, 6)),
          (32, re.compile(r"(?<![0-9A-Za-z_])(?:fp32|float32|full[\s-]precision)(?![0-9A-Za-z_])", re.I))]
 
 

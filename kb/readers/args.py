@@ -156,6 +156,7 @@ SERVE: dict[str, tuple[str, Conv]] = {
     "max_seq_len": ("inference.max_model_len", _count),  # vLLM config dump
     "context_length": ("inference.max_model_len", _count),  # SGLang
     "quantization": ("inference.quantization", _str),
+    "dtype": ("numerics.dtype", _dtype_of),  # vLLM/SGLang --dtype: the weights' dtype
     "q": ("inference.quantization", _str),
     # TGI's launcher: https://huggingface.co/docs/text-generation-inference/reference/launcher
     "num_shard": ("inference.tensor_parallel_size", _count),
@@ -240,11 +241,36 @@ def tokens_of(command: str) -> list[str]:
         return command.split()
 
 
+#: keys whose value names the model ("--model meta-llama/Meta-Llama-3-8B", model_name_or_path=...)
+MODEL_KEYS = frozenset({"model", "model_path", "model_name_or_path", "model_id", "model_name",
+                        "pretrained_model_name_or_path", "base_model"})
+
+
+def model_name_facts(facts: dict[str, Any], name: str | None) -> int:
+    """The size and storage format a model's name states ("CodeLlama-13b-hf" 13B,
+    "Qwen2-72B-Instruct-AWQ" 4-bit); the number of facts set."""
+    from kb.prose_sizes import params_billion, weight_bits
+
+    s = (name or "").strip().strip("'\"")
+    if not s or len(s) > 300:
+        return 0
+    n = 0
+    for path, value in (("training.model_params_billion", params_billion(s)),
+                        ("training.weight_bits", weight_bits(s))):
+        if value is not None:
+            set_fact(facts, path, value)
+            n += 1
+    return n
+
+
 def apply_pairs(facts: dict[str, Any], pairs: list[tuple[str, str | None]], serve: bool) -> int:
     """Set the facts the pairs state (first value wins); the number of facts set."""
     table = {**ANY, **(SERVE if serve else TRAIN)}
     n = 0
     for key, val in pairs:
+        if key in MODEL_KEYS:
+            n += model_name_facts(facts, val)
+            continue
         spec = table.get(key)
         if spec is None:
             continue
@@ -288,8 +314,13 @@ def read_command(facts: dict[str, Any], command: str) -> bool:
             if word in prog or word in rest[:120]:
                 set_fact(facts, "inference.engine", engine)
                 break
-    pairs = cli_pairs(tokens_of(rest)[1:])
+    toks = tokens_of(rest)
+    pairs = cli_pairs(toks[1:])
     apply_pairs(facts, pairs, serve)
+    # `vllm serve <model>`, `sglang serve <model>`, `aphrodite run <model>`: the model comes first
+    words = len(prog.split(" "))
+    if words == 2 and len(toks) > 2 and not toks[2].startswith("-"):
+        model_name_facts(facts, toks[2])
     if prog.startswith("python") and "torch.distributed" not in prog:
         _world(facts, "python", {})
     else:
@@ -346,3 +377,22 @@ def read_dump(facts: dict[str, Any], line: str) -> bool:
                 set_fact(facts, "inference.engine", engine)
                 break
     return apply_pairs(facts, dump_pairs(body), serve) > 0
+
+
+#: options only vLLM's engine takes: an engine call with one of them is vLLM's (TensorRT-LLM's
+#: LLM API configures its memory through kv_cache_config instead)
+_VLLM_ONLY = frozenset({"gpu_memory_utilization", "enforce_eager", "swap_space", "max_num_seqs"})
+
+
+def engine_of_keys(facts: dict[str, Any], pairs: list[tuple[str, str | None]]) -> int:
+    """``inference.engine = vllm`` when an engine call's keywords hold an option only vLLM has."""
+    if any(k in _VLLM_ONLY for k, _ in pairs):
+        set_fact(facts, "inference.engine", "vllm")
+        return 1
+    return 0
+
+
+def read_engine_call(facts: dict[str, Any], body: str) -> int:
+    """Facts from the keywords of a one-line engine call (``LLM(model=..., tensor_parallel_size=2)``)."""
+    pairs = dump_pairs(body)
+    return apply_pairs(facts, pairs, serve=True) + engine_of_keys(facts, pairs)

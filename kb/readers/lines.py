@@ -7,7 +7,7 @@ Fed line by line, bounded state.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from kb.parsers.base import set_fact, strip_ansi
 from kb.readers import args, env
@@ -20,6 +20,10 @@ MAX_COMMAND_LINES = 200
 MAX_DUMP_LINES = 400
 #: ``TrainingArguments(`` (HF, one ``name=value,`` per line until ``)``)
 _DUMP_START = re.compile(r"\b\w*Arguments\(\s*$")
+#: an offline engine built in Python: vLLM's and TensorRT-LLM's ``LLM(model=..., tensor_parallel_size=2)``
+#: and vLLM's ``EngineArgs(...)``, one line or one keyword per line; its keywords are the
+#: serving engine's options
+_ENGINE_CALL = re.compile(r"(?<![\w.])(?:LLM|AsyncEngineArgs|EngineArgs)\((.*)$")
 _DUMP_FIELD = re.compile(r"^\s*([A-Za-z_]\w{0,60})=(.*?),?\s*$")
 #: an RDMA port's link layer: ``ibv_devinfo`` ("link_layer: Ethernet", rdma-core
 #: libibverbs/examples/devinfo.c) and ``ibstat`` ("Link layer: InfiniBand", infiniband-diags)
@@ -44,6 +48,9 @@ class LineFacts:
         self._command: list[str] | None = None
         self._dump: list[tuple[str, str | None]] | None = None
         self._dump_lines = 0
+        self._dump_serve = False
+        #: facts two commands or dumps stated differently
+        self._conflicts: set[str] = set()
         self._flags: list[str] = []
         self._link_layers: set[str] = set()
 
@@ -81,11 +88,22 @@ class LineFacts:
                 return True
             return self._command_done(body)
         taken = False
-        if args.DUMP.search(line) and args.read_dump(self.facts, line):
+        call = _ENGINE_CALL.search(line) if "LLM(" in line or "EngineArgs(" in line else None
+        if call:
+            rest = call.group(1)
+            if rest.strip():
+                # keywords on the same line (and more lines up to ")" are not followed)
+                if self._merged(lambda f: args.read_engine_call(f, rest)):
+                    self._count("engine arguments")
+                    return True
+            else:
+                self._dump, self._dump_lines, self._dump_serve = [], 0, True
+                return True
+        if args.DUMP.search(line) and self._merged(lambda f: args.read_dump(f, line)):
             self._count("arguments dump")
             taken = True
         elif _DUMP_START.search(line):
-            self._dump, self._dump_lines = [], 0
+            self._dump, self._dump_lines, self._dump_serve = [], 0, False
             taken = True
         if "=" in line and env.read_line(self.facts, line):
             self._count("environment variables")
@@ -101,6 +119,21 @@ class LineFacts:
             taken = True
         return taken
 
+    def _merged(self, read: Callable[[dict[str, Any]], Any]) -> bool:
+        """Run one reader of a command, flags or arguments into a fresh dict and merge what it
+        states; a fact two of them state differently (a paste comparing ``tensor_parallel_size=1``
+        with ``=2``) is dropped at the end: which one ran is not known."""
+        got: dict[str, Any] = {}
+        ok = bool(read(got))
+        for group, values in got.items():
+            for key, value in values.items():
+                have = self.facts.get(group, {}).get(key)
+                if have is None:
+                    set_fact(self.facts, f"{group}.{key}", value)
+                elif have != value:
+                    self._conflicts.add(f"{group}.{key}")
+        return ok
+
     def _continue_command(self, line: str) -> None:
         assert self._command is not None
         s = line.strip()
@@ -113,7 +146,7 @@ class LineFacts:
 
     def _command_done(self, command: str) -> bool:
         self._command = None
-        read = args.read_command(self.facts, command)
+        read = self._merged(lambda f: args.read_command(f, command))
         if read:
             self._count("launch command")
         # NCCL_DEBUG=INFO torchrun ...: the environment prefix and docker -e flags
@@ -121,7 +154,7 @@ class LineFacts:
 
     def _flags_done(self) -> None:
         lines, self._flags = self._flags, []
-        if args.read_flags(self.facts, lines):
+        if self._merged(lambda f: args.read_flags(f, lines)):
             self._count("launch flags")
 
     def _continue_dump(self, line: str) -> None:
@@ -135,7 +168,9 @@ class LineFacts:
 
     def _dump_done(self) -> None:
         pairs, self._dump = self._dump or [], None
-        if args.apply_pairs(self.facts, pairs, serve=False):
+        serve = self._dump_serve
+        if self._merged(lambda f: args.apply_pairs(f, pairs, serve=serve) + (
+                args.engine_of_keys(f, pairs) if serve else 0)):
             self._count("arguments dump")
 
     def finish(self) -> dict[str, Any]:
@@ -152,4 +187,9 @@ class LineFacts:
             # (IB for the job, Ethernet for storage) says nothing about which one NCCL uses
             set_fact(self.facts, "distributed.ib_link_layer", next(iter(self._link_layers)))
             self._count("RDMA ports")
+        for path in self._conflicts:
+            group, key = path.split(".", 1)
+            self.facts.get(group, {}).pop(key, None)
+            if group in self.facts and not self.facts[group]:
+                del self.facts[group]
         return self.facts

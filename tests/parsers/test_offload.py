@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kb
-from kb.parsers.offload import placement_line
+from kb.api import gather
+from kb.parsers.offload import cuda_devices_line, model_buffer_device, placement_line
 
 
 @pytest.mark.parametrize(("line", "want"), [
@@ -63,3 +64,52 @@ def test_a_model_wholly_on_the_gpu_is_no_evidence() -> None:
     rep = kb.diagnose(inputs=[ps], symptom="generation is slow")
     assert "inference.layers_on_cpu" not in [f.cause_id for f in rep.findings]
     assert (rep.findings + rep.hypotheses)[0].cause_id != "inference.layers_on_cpu"
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # llama.cpp src/llama-model.cpp: the weights it placed per device, new and old wording
+    ("load_tensors:        CUDA1 model buffer size =  2146.22 MiB", 1),
+    ("llm_load_tensors:      CUDA0 buffer size =  3577.56 MiB", 0),
+    # near-misses: its KV cache and compute buffers, host buffers
+    ("llama_kv_cache:      CUDA0 KV buffer size =   512.00 MiB", None),
+    ("sched_reserve:      CUDA0 compute buffer size =  1000.00 MiB", None),
+    ("load_tensors:   CPU_Mapped model buffer size =    70.31 MiB", None),
+    ("load_tensors:    CUDA_Host model buffer size =   322.07 MiB", None),
+])
+def test_model_buffer_lines(line: str, want: int | None) -> None:
+    assert model_buffer_device(line) == want
+
+
+def test_cuda_devices_line() -> None:
+    # ggml/src/ggml-cuda/ggml-cuda.cu (ggml_cuda_init; ggml_init_cublas in early 2024 builds)
+    got = cuda_devices_line("ggml_init_cublas: found 8 CUDA devices:",
+                            "  Device 0: Quadro P6000, compute capability 6.1, VMM: yes")
+    assert got == (8, "Quadro P6000", 6.1)
+    assert cuda_devices_line("ggml_cuda_init: found 1 CUDA devices:", "") == (1, None, None)
+    assert cuda_devices_line("found 8 CUDA devices in the rack", "") is None
+
+
+_SPLIT_LOG = """ggml_cuda_init: found 2 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+  Device 1: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+load_tensors: offloaded 33/33 layers to GPU
+load_tensors:        CUDA0 model buffer size =  2084.35 MiB
+load_tensors:        CUDA1 model buffer size =  2146.22 MiB
+load_tensors:   CPU_Mapped model buffer size =    70.31 MiB
+llama_kv_cache:      CUDA0 KV buffer size =   512.00 MiB
+"""
+
+
+def test_a_layer_split_is_read_and_named() -> None:
+    rep = kb.diagnose(inputs=[_SPLIT_LOG], symptom="llama-3-8b Q4_K_M is slower on two 4090s than on one")
+    notes = " ".join(rep.warnings)
+    assert "inference.unsplit_weights_fraction = 0.16" in notes
+    first = (rep.findings + rep.hypotheses)[0]
+    assert first.cause_id == "inference.split_small_model"
+
+
+def test_weights_on_one_gpu_of_several_is_no_split() -> None:
+    one = _SPLIT_LOG.replace("load_tensors:        CUDA1 model buffer size =  2146.22 MiB\n", "")
+    g = gather(None, inputs=[one])
+    assert g.facts.inference is None or g.facts.inference.gpus_per_replica is None
+    assert g.facts.gpu.count == 2

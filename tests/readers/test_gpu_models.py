@@ -9,7 +9,7 @@ import pytest
 
 import kb
 from kb.engine.errors import KnowledgeError
-from kb.gpu_models import complete, load, lookup, named_in, table
+from kb.gpu_models import complete, load, lookup, memory_range_gib, named_in, table
 
 
 def test_every_example_resolves_to_its_own_entry() -> None:
@@ -36,6 +36,28 @@ def test_every_example_resolves_to_its_own_entry() -> None:
 def test_lookup(name: str, cc: float, nvlink: bool | None) -> None:
     g = lookup(name)
     assert g is not None and g.compute_capability == cc and g.nvlink is nvlink
+
+
+@pytest.mark.parametrize(("name", "gib"), [
+    # the size in the name, as nvidia-smi prints it or people write it
+    ("NVIDIA A100-SXM4-80GB", (80, 80)), ("NVIDIA A100 80GB PCIe", (80, 80)),
+    ("Tesla V100-PCIE-16GB", (16, 16)), ("A100-40G", (40, 40)),
+    # no size in the name: the product's variants (datasheets)
+    ("NVIDIA A100", (40, 80)), ("NVIDIA GeForce RTX 4090", (24, 24)), ("Tesla T4", (16, 16)),
+    ("NVIDIA L40S", (24, 48)), ("Quadro P6000", (24, 24)), ("NVIDIA A30", (24, 24)),
+    # near-misses: "A10G" is a product, not 10 GB; an unknown product has no size
+    ("NVIDIA A10G", (16, 24)), ("AMD Instinct MI300X", None),
+])
+def test_memory_range(name: str, gib: tuple[int, int] | None) -> None:
+    assert memory_range_gib(name) == gib
+
+
+def test_a_bad_memory_range_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "gpus.yaml"
+    p.write_text("source: x\ngpus:\n  - {match: 'X1', compute_capability: 8.0, memory_gib: [80, 40], examples: [X1]}\n")
+    with pytest.raises(KnowledgeError) as exc:
+        load(p)
+    assert any("memory_gib" in line for line in exc.value.problems)
 
 
 def test_unknown_names() -> None:

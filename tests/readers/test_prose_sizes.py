@@ -56,6 +56,9 @@ def test_params_billion(text: str, b: float | None) -> None:
 @pytest.mark.parametrize(("text", "bits"), [
     ("Qwen-14B GPTQ", 4), ("load_in_4bit=True", 4), ("an int8 checkpoint", 8),
     ("kept in fp32", 32), ("bf16 weights", None), ("int4 vs int8", None),
+    # llama.cpp's GGUF quantization names (the nominal bits of its k-quants)
+    ("mistral-7b-instruct-v0.2.Q5_K_M.gguf", 5), ("llama-2-13b.Q4_K_M.gguf", 4),
+    ("Q8_0", 8), ("phi-2.Q6_K.gguf", 6), ("Q3_K_S and Q5_K_M", None),
 ])
 def test_weight_bits(text: str, bits: int | None) -> None:
     assert weight_bits(text) == bits
@@ -83,7 +86,7 @@ def test_any_text_gives_a_plausible_value_or_none(text: str) -> None:
     n, b, bits, g = nodes(text), params_billion(text), weight_bits(text), gpu_memory_gib(text)
     assert n is None or 1 <= n <= 4096
     assert b is None or 0.1 <= b <= 2000
-    assert bits in (None, 4, 8, 32)
+    assert bits in (None, 2, 3, 4, 5, 6, 8, 32)
     assert g is None or 2 <= g <= 288
 
 
@@ -236,3 +239,48 @@ def test_working_alone_names_what_the_several_add() -> None:
                               "it fails with CUDA out of memory.")
     assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
 
+
+
+@pytest.mark.parametrize(("facts", "frac"), [
+    # an 8B model in bf16 (16e9 B = 15,259 MiB) split TP=8 over A100-40GB: the name's own size
+    ({"training": {"model_params_billion": 8}, "gpu": {"name": "NVIDIA A100-SXM4-40GB"},
+      "inference": {"tensor_parallel_size": 8}}, 0.37),
+    # no size in the name: the product's smallest variant (an A100 is 40 or 80 GB)
+    ({"training": {"model_params_billion": 13}, "gpu": {"name": "NVIDIA A100"},
+      "inference": {"tensor_parallel_size": 4}}, 0.61),
+    # llama.cpp's layer split of a 7B Q5 model over Quadro P6000 (24 GB)
+    ({"training": {"model_params_billion": 7, "weight_bits": 5}, "gpu": {"name": "Quadro P6000"},
+      "inference": {"gpus_per_replica": 8}}, 0.17),
+    # a measured capacity wins over the name
+    ({"training": {"model_params_billion": 70}, "gpu": {"name": "NVIDIA H100", "memory_total_mib": 81559},
+      "inference": {"tensor_parallel_size": 4}}, 1.64),
+])
+def test_unsplit_weights_fraction(facts: dict, frac: float) -> None:
+    notes = complete(facts)
+    assert facts["inference"]["unsplit_weights_fraction"] == pytest.approx(frac, abs=0.01)
+    assert any(n.startswith("inference.unsplit_weights_fraction") for n in notes)
+
+
+@pytest.mark.parametrize("facts", [
+    # not split: nothing to say
+    {"training": {"model_params_billion": 8}, "gpu": {"name": "NVIDIA A100-SXM4-40GB"},
+     "inference": {"tensor_parallel_size": 1}},
+    # a GPU whose memory kb does not know
+    {"training": {"model_params_billion": 8}, "gpu": {"name": "AMD Instinct MI300X"},
+     "inference": {"tensor_parallel_size": 8}},
+    # stated already: never overridden
+    {"training": {"model_params_billion": 8}, "gpu": {"memory_total_mib": 40960},
+     "inference": {"tensor_parallel_size": 8, "unsplit_weights_fraction": 0.9}},
+])
+def test_unsplit_weights_fraction_near_misses(facts: dict) -> None:
+    before = dict(facts["inference"])
+    complete(facts)
+    assert facts["inference"].get("unsplit_weights_fraction") == before.get("unsplit_weights_fraction")
+
+
+def test_a_small_model_split_over_eight_gpus_is_named() -> None:
+    rep = kb.diagnose(inputs=["vllm serve meta-llama/Meta-Llama-3-8B-Instruct --tensor-parallel-size 8\n"],
+                      symptom="GPU util stays below 50% on 8x A100-40G while serving; tokens are slow")
+    assert any(w.startswith("derived: inference.unsplit_weights_fraction = 0.37") for w in rep.warnings)
+    first = (rep.findings + rep.hypotheses)[0]
+    assert first.cause_id == "inference.split_small_model"

@@ -100,6 +100,23 @@ CASES = [
      {"inference": {"max_num_seqs": 1, "enforce_eager": True, "gpu_memory_utilization": 0.9}}),
     ("  --per_device_train_batch_size 4 \\\n  --gradient_accumulation_steps 8 --bf16",
      {"training": {"micro_batch_size": 4, "gradient_accumulation_steps": 8}, "numerics": {"dtype": "bf16"}}),
+    # the model's name states its size and format: a flag's value, `vllm serve <model>`
+    # (https://docs.vllm.ai/en/latest/cli/serve.html), a path
+    ("CUDA_VISIBLE_DEVICES=0,1,2,3 python3 -m vllm.entrypoints.openai.api_server --dtype bfloat16 "
+     "--model /home/models/CodeLlama-13b-hf/ --tensor-parallel-size=4",
+     {"training": {"model_params_billion": 13.0}, "numerics": {"dtype": "bf16"},
+      "inference": {"tensor_parallel_size": 4}}),
+    ("vllm serve Qwen/Qwen2.5-14B-Instruct-AWQ -tp 2",
+     {"training": {"model_params_billion": 14.0, "weight_bits": 4}, "inference": {"tensor_parallel_size": 2}}),
+    # vLLM's offline engine (docs: "LLM(model=..., tensor_parallel_size=4)"), one line or one
+    # keyword per line; TensorRT-LLM's LLM API takes the same keywords
+    ('llm = LLM(model="meta-llama/Llama-2-70b-hf", tensor_parallel_size=4, enforce_eager=True)',
+     {"training": {"model_params_billion": 70.0},
+      "inference": {"tensor_parallel_size": 4, "enforce_eager": True}}),
+    ('vllm = LLM(\n    model="mosaicml/mpt-7b-instruct",\n    trust_remote_code=True,\n    dtype="float16",\n'
+     '    tensor_parallel_size=2,\n    gpu_memory_utilization=.95,\n)',
+     {"training": {"model_params_billion": 7.0}, "numerics": {"dtype": "fp16"},
+      "inference": {"tensor_parallel_size": 2, "gpu_memory_utilization": 0.95}}),
     # ibv_devinfo (rdma-core devinfo.c) on a RoCE bond, and ibstat (infiniband-diags)
     ("hca_id:\tmlx5_bond_0\n\ttransport:\t\t\tInfiniBand (0)\n\t\tport:\t1\n"
      "\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tEthernet",
@@ -126,6 +143,8 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     '  File "/usr/lib/python3.10/runpy.py", line 196, in _run_module_as_main',
     # not flags: torch.multiprocessing's banner, a markdown rule, a negative number
     "-- Process 1 terminated with the following error:\n---\nloss: --1",
+    # another library's class whose name ends in LLM: not an engine's arguments
+    "chain = ChainLLM(temperature=0.1, tensor_parallel_size=2)",
 ])
 def test_lines_that_state_nothing(text: str) -> None:
     assert facts_of(text) == {}

@@ -47,6 +47,8 @@ class LogScanner:
         self.forced_outliers: set[int] = set()
         self.missing_lm_loss = 0
         self.inference: dict[str, Any] = {}
+        #: the CUDA devices llama.cpp placed model weights on
+        self.model_devices: set[int] = set()
         #: the backward ops anomaly mode named; more than one (pastes of several runs) names none
         self.anomaly_ops: list[str] = []
         #: the log's steps at the first and the last step-time record (the records' stride)
@@ -152,6 +154,18 @@ class LogScanner:
                 self.inference.update(st)
                 if eager:
                     self.inference["decode_cuda_graph"] = False
+        if "offload" in fams and "CUDA" in line:
+            dev = offload.model_buffer_device(line)
+            if dev is not None and len(self.model_devices) < 64:
+                self.model_devices.add(dev)
+                self.inference.setdefault("engine", "llama.cpp")
+            found = None if dev is not None else offload.cuda_devices_line(line, self.after())
+            if found is not None:
+                count, name, cc = found
+                set_fact(self.facts, "gpu.count", count)
+                if name:
+                    set_fact(self.facts, "gpu.name", name)
+                    set_fact(self.facts, "gpu.compute_capability", cc)
         if "offload" in fams:
             placed = offload.placement_line(line)
             if placed is not None:
@@ -218,6 +232,9 @@ class LogScanner:
         if len(get_fact(f, "distributed.nccl_versions") or []) > 1:
             set_fact(f, "distributed.version_mismatch", True)
         self.compile.finish(f)
+        if len(self.model_devices) >= 2:
+            # weights on 2+ GPUs: llama.cpp split the model layer-wise over them
+            self.inference["gpus_per_replica"] = len(self.model_devices)
         if self.inference:
             f["inference"] = self.inference
         if self.oom_count > 1:

@@ -36,7 +36,9 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "vllm": ("Avg prompt throughput", "Decode batch", "GPU KV cache size", "Maximum concurrency for",
              "KV Cache is allocated"),
     # where a local runner placed the model: llama.cpp's load line, an `ollama ps` row
-    "offload": ("layers to GPU", "CPU/GPU", "% GPU", "% CPU", "level=INFO source="),
+    # and how many GPUs llama.cpp found and spread it over ("found N CUDA devices", "CUDA1
+    # model buffer size")
+    "offload": ("layers to GPU", "CPU/GPU", "% GPU", "% CPU", "level=INFO source=", "CUDA"),
     "env": ("NCCL_", "CUDA_", "TORCH_"),
 }
 NUMERIC = "oss"
