@@ -191,14 +191,26 @@ BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
 # so the causes written for vLLM apply
 _SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve"
                           r"|aphrodite\s+run|aphrodite\.endpoints|text-generation-launcher"
-                          r"|text-generation-inference:")
+                          r"|text-generation-inference:|lmdeploy\s|llama-(?:server|cli)|ollama\s")
 _ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
-           ("text-generation", "tgi"))
+           ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-", "llama.cpp"),
+           ("ollama", "ollama"))
+#: llama.cpp's own flags (tools/server/README.md): -m the model file, -np / --parallel the
+#: slots served at once, -sm / --split-mode none keeps the model on one GPU, -ngl 0 puts no
+#: layer on the GPU
+_LLAMA_CPP: dict[str, tuple[str, Conv]] = {
+    "parallel": ("inference.max_num_seqs", _count),
+    "np": ("inference.max_num_seqs", _count),
+}
 #: a launch command: the launcher after an optional prompt, env prefix or wrapper
 LAUNCH = re.compile(
-    r"(?:^|[\s;&|(`])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
+    r"(?:^|[\s;&|(`\"])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
     # TGI: its launcher, or its image in a `docker run` (the launcher's flags follow the image)
     r"|text-generation-launcher|(?:\S*/)?text-generation-inference:\S+"
+    # LMDeploy's server and chat; llama.cpp's server and CLI (a path before them, .exe on
+    # Windows); Ollama's
+    r"|lmdeploy\s+serve\s+api_server|lmdeploy\s+serve\s+gradio|lmdeploy\s+chat"
+    r"|(?:[^\s\"']*[/\\])?llama-(?:server|cli)(?:\.exe)?\"?|ollama\s+(?:run|serve)"
     r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
 )
 
@@ -301,6 +313,20 @@ def _world(facts: dict[str, Any], prog: str, pairs: dict[str, str | None]) -> No
             set_fact(facts, "distributed.world_size", total)
 
 
+def _llama_cpp(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    """What llama.cpp's own flags state (see :data:`_LLAMA_CPP`)."""
+    for key, (path, conv) in _LLAMA_CPP.items():
+        if key in pairs and (value := conv(pairs[key])) is not None:
+            set_fact(facts, path, value)
+    model_name_facts(facts, pairs.get("m") or pairs.get("model"))
+    split = (pairs.get("sm") or pairs.get("split_mode") or "").strip("'\"").lower()
+    if split == "none":
+        set_fact(facts, "inference.gpus_per_replica", 1)
+    ngl = pairs.get("ngl") or pairs.get("n_gpu_layers") or pairs.get("gpu_layers")
+    if ngl is not None and ngl.strip("'\"") == "0":
+        set_fact(facts, "inference.gpu_model_share", 0.0)
+
+
 def read_command(facts: dict[str, Any], command: str) -> bool:
     """Facts from one (joined) command line; False when it is not a launch command."""
     m = LAUNCH.search(command)
@@ -315,12 +341,15 @@ def read_command(facts: dict[str, Any], command: str) -> bool:
                 set_fact(facts, "inference.engine", engine)
                 break
     toks = tokens_of(rest)
-    pairs = cli_pairs(toks[1:])
-    apply_pairs(facts, pairs, serve)
-    # `vllm serve <model>`, `sglang serve <model>`, `aphrodite run <model>`: the model comes first
     words = len(prog.split(" "))
-    if words == 2 and len(toks) > 2 and not toks[2].startswith("-"):
-        model_name_facts(facts, toks[2])
+    pairs = cli_pairs(toks[words:] if serve else toks[1:])
+    apply_pairs(facts, pairs, serve)
+    # `vllm serve <model>`, `lmdeploy serve api_server <model>`, `ollama run <model>`: the
+    # model comes first
+    if serve and len(toks) > words and not toks[words].startswith("-"):
+        model_name_facts(facts, toks[words])
+    if "llama-" in prog:
+        _llama_cpp(facts, dict(pairs))
     if prog.startswith("python") and "torch.distributed" not in prog:
         _world(facts, "python", {})
     else:
