@@ -108,6 +108,17 @@ CASES = [
       "inference": {"tensor_parallel_size": 4}}),
     ("vllm serve Qwen/Qwen2.5-14B-Instruct-AWQ -tp 2",
      {"training": {"model_params_billion": 14.0, "weight_bits": 4}, "inference": {"tensor_parallel_size": 2}}),
+    # LMDeploy's server (https://lmdeploy.readthedocs.io, `lmdeploy serve api_server <model> --tp N`)
+    ("CUDA_VISIBLE_DEVICES=0,9 lmdeploy serve api_server /root/models/THUDM/glm-4v-9b/ --model-name glm-4v-9b --tp 2",
+     {"inference": {"engine": "lmdeploy", "tensor_parallel_size": 2}, "training": {"model_params_billion": 9.0}}),
+    # llama.cpp's server (tools/server/README.md): -m, -np/--parallel, -sm/--split-mode, -ngl
+    ('"C:\\llama.cpp\\llama-server.exe" -m ".\\models\\Qwen3-30B-A3B-Q4_K_M.gguf" -np 4 -c 20480 -ngl 999 -sm none',
+     {"inference": {"engine": "llama.cpp", "max_num_seqs": 4, "gpus_per_replica": 1},
+      "training": {"model_params_billion": 30.0, "weight_bits": 4}}),
+    ("./llama-server -m models/llama-2-7b.Q5_K_M.gguf -ngl 0",
+     {"inference": {"engine": "llama.cpp", "gpu_model_share": 0.0},
+      "training": {"model_params_billion": 7.0, "weight_bits": 5}}),
+    ("ollama run llama3:70b", {"inference": {"engine": "ollama"}, "training": {"model_params_billion": 70.0}}),
     # vLLM's offline engine (docs: "LLM(model=..., tensor_parallel_size=4)"), one line or one
     # keyword per line; TensorRT-LLM's LLM API takes the same keywords
     ('llm = LLM(model="meta-llama/Llama-2-70b-hf", tensor_parallel_size=4, enforce_eager=True)',
@@ -132,6 +143,15 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     for group, values in want.items():
         for key, value in values.items():
             assert got.get(group, {}).get(key) == value, f"{group}.{key}: {got}"
+
+
+def test_a_comparison_of_two_settings_states_neither() -> None:
+    # the same engine built twice, tensor_parallel_size=1 then =2 (vllm-project/vllm#689):
+    # which one ran is not known, so neither value is a fact; what both share stays
+    got = facts_of('llm = LLM(model="mosaicml/mpt-7b-instruct", tensor_parallel_size=1)\n'
+                   'llm = LLM(model="mosaicml/mpt-7b-instruct", tensor_parallel_size=2)')
+    assert "tensor_parallel_size" not in got.get("inference", {})
+    assert got["training"]["model_params_billion"] == 7.0
 
 
 @pytest.mark.parametrize("text", [
