@@ -269,7 +269,9 @@ class Reasoner:
         # among equally supported hypotheses, the branch the inputs name most strongly first:
         # one a measured fact enters, then those the words or messages name, in their order
         order = list(extra)
-        entered = {b for b in in_play if any(r.startswith("entry:") for r in branch_reasons[b])}
+        # a message a cause's own tool prints names its branch as surely as a measured fact
+        entered = {b for b in in_play if any(r.startswith(("entry:", "signature:"))
+                                            for r in branch_reasons[b])}
         # (named by a measured fact first, then by more distinct words or messages, then the
         # order they were named in)
         strength = {b: (0, 0, 0) if b in entered else

@@ -51,6 +51,16 @@ _SG_GRAPH = re.compile(r"cuda graph: (True|False)")
 _KV_SIZE = re.compile(r"GPU KV cache size: ([\d,]{1,15}) tokens")
 _MAX_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]{1,15}) tokens per request: [\d.]+x")
 _SG_KV_SIZE = re.compile(r"KV Cache is allocated\. #tokens: (\d{1,15})\b")
+#: vLLM's start-up refusal, with both sizes (vllm/v1/core/kv_cache_utils.py and, older, the
+#: worker's check): "The model's max seq len (32768) is larger than the maximum number of tokens
+#: that can be stored in KV cache (7344)"; V1: "... max seq len (131072), (16.00 GiB KV cache is
+#: needed, which is larger than the available KV cache memory (9.84 GiB). Based on the available
+#: memory, the estimated maximum model length is 80608."
+_KV_REFUSED_OLD = re.compile(r"max seq len \((\d{1,12})\) is larger than the \w+ number of tokens "
+                             r"that can be stored in KV cache \((\d{1,12})\)")
+_KV_REFUSED_V1 = re.compile(r"max seq len \((\d{1,12})\), \([\d.]+ GiB KV cache is needed, which is larger "
+                            r"than the available KV cache memory \([\d.]+ GiB\)\. Based on the available "
+                            r"memory, the estimated maximum model length is (\d{1,12})")
 
 # (fact, [metric names in order of preference]) for histograms -> (p50 fact, p99 fact)
 _HISTOGRAMS: tuple[tuple[str | None, str | None, tuple[str, ...]], ...] = (
@@ -88,7 +98,12 @@ def stats_line(line: str) -> dict[str, Any] | None:
 def kv_capacity_line(line: str) -> dict[str, Any] | None:
     """``{fact path: value}`` from a serving engine's start-up line that sizes its KV cache
     (``oom.kv_cache_capacity_tokens``, or ``inference.max_model_len`` from vLLM's concurrency
-    line), or None if it is not one."""
+    line, or both from vLLM's refusal to start), or None if it is not one."""
+    if "max seq len" in line:
+        m = _KV_REFUSED_OLD.search(line) or _KV_REFUSED_V1.search(line)
+        if m:
+            return {"inference.max_model_len": int(m.group(1)),
+                    "oom.kv_cache_capacity_tokens": int(m.group(2))}
     m = _KV_SIZE.search(line) or _SG_KV_SIZE.search(line)
     if m:
         return {"oom.kv_cache_capacity_tokens": int(m.group(1).replace(",", ""))}

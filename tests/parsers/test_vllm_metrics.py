@@ -111,6 +111,17 @@ def test_one_eager_decode_batch_is_enough() -> None:
     # SGLang's memory pool (python/sglang/srt/mem_cache/memory_pool.py)
     ("[2025-02-23 06:02:40 TP0] KV Cache is allocated. #tokens: 1526178, K size: 20.96 GB, V size: 20.96 GB",
      {"oom.kv_cache_capacity_tokens": 1526178}),
+    # vLLM refusing to start (vllm/v1/core/kv_cache_utils.py; the older worker check): both sizes
+    ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+     "stored in KV cache (7344). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`",
+     {"inference.max_model_len": 32768, "oom.kv_cache_capacity_tokens": 7344}),
+    ("ERROR 07-11 06:23:05 [core.py:390] ValueError: To serve at least one request with the models's max seq "
+     "len (118000), (6.30 GiB KV cache is needed, which is larger than the available KV cache memory (6.11 GiB). "
+     "Based on the available memory, the estimated maximum model length is 114432. Try increasing",
+     {"inference.max_model_len": 118000, "oom.kv_cache_capacity_tokens": 114432}),
+    # near-miss: the V1 refusal without its estimate (printed only when one fits at all)
+    ("ValueError: To serve at least one request with the model's max seq len (4096), (0.58 GiB KV cache is "
+     "needed, which is larger than the available KV cache memory (0.00 GiB). Try increasing", None),
     # near-misses: vLLM V0's blocks (their tokens depend on a block size it does not print) and
     # the periodic usage line
     ("INFO 06-28 06:11:45 distributed_gpu_executor.py:45] # GPU blocks: 378, # CPU blocks: 1638", None),

@@ -34,7 +34,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     ),
     # vLLM's and SGLang's periodic stats; their KV cache size at start-up
     "vllm": ("Avg prompt throughput", "Decode batch", "GPU KV cache size", "Maximum concurrency for",
-             "KV Cache is allocated"),
+             "KV Cache is allocated", "KV cache"),
     # where a local runner placed the model: llama.cpp's load line, an `ollama ps` row
     # and how many GPUs llama.cpp found and spread it over ("found N CUDA devices", "CUDA1
     # model buffer size")
