@@ -38,6 +38,10 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     inf: dict[str, Any] = {}
     for raw in lines:
         line = strip_ansi(raw).strip()
+        if line.startswith("Maximum request concurrency:") and blocks == 0:
+            # printed above the banner by older releases, inside the block by newer ones
+            fields.setdefault("maximum request concurrency", line.split(":", 1)[1].strip())
+            continue
         if "Serving Benchmark Result" in line:
             blocks += 1
             inside = blocks == 1
@@ -78,6 +82,12 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
             v = to_float(fields.get(label, ""))
             if v is not None and v >= 0:
                 inf[key] = round(v / completed, 6)
+    # vLLM's "Maximum request concurrency: N" ("None" uncapped); SGLang's "Max request
+    # concurrency: N" ("not set")
+    conc = to_float(fields.get("maximum request concurrency", "")
+                    or fields.get("max request concurrency", ""))
+    if conc is not None and conc >= 1:
+        inf["client_max_concurrency"] = int(conc)
     backend = fields.get("backend", "").lower()
     if backend.startswith(("sglang", "vllm", "tensorrt", "trt", "lmdeploy", "tgi")):
         inf["engine"] = backend

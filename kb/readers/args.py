@@ -122,6 +122,8 @@ ANY: dict[str, tuple[str, Conv]] = {
     "disable_cuda_graph": ("inference.enforce_eager", _bool),
     "disable_decode_cuda_graph": ("inference.enforce_eager", _bool),  # SGLang 0.5.x
     "speculative_algorithm": ("inference.speculative", _present),
+    # load generators: vllm bench serve / benchmark_serving.py, SGLang bench_serving
+    "max_concurrency": ("inference.client_max_concurrency", _count),
     # launchers: torchrun / deepspeed / accelerate (https://docs.pytorch.org/docs/stable/elastic/run.html)
     "nnodes": ("distributed.nnodes", _count),
     "num_nodes": ("distributed.nnodes", _count),
@@ -204,13 +206,13 @@ _LLAMA_CPP: dict[str, tuple[str, Conv]] = {
 }
 #: a launch command: the launcher after an optional prompt, env prefix or wrapper
 LAUNCH = re.compile(
-    r"(?:^|[\s;&|(`\"])(torchrun|deepspeed|accelerate\s+launch|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
+    r"(?:^|[\s;&|(`\"])(torchrun|deepspeed|accelerate\s+launch|vllm\s+bench\s+serve|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
     # TGI: its launcher, or its image in a `docker run` (the launcher's flags follow the image)
     r"|text-generation-launcher|(?:\S*/)?text-generation-inference:\S+"
     # LMDeploy's server and chat; llama.cpp's server and CLI (a path before them, .exe on
-    # Windows); Ollama's
+    # Windows; flags after them: "on llama-server" in a sentence is no command); Ollama's
     r"|lmdeploy\s+serve\s+api_server|lmdeploy\s+serve\s+gradio|lmdeploy\s+chat"
-    r"|(?:[^\s\"']*[/\\])?llama-(?:server|cli)(?:\.exe)?\"?|ollama\s+(?:run|serve)"
+    r"|(?:[^\s\"']*[/\\])?llama-(?:server|cli)(?:\.exe)?\"?(?=\s+-)|ollama\s+(?:run|serve)"
     r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
 )
 

@@ -108,6 +108,9 @@ CASES = [
       "inference": {"tensor_parallel_size": 4}}),
     ("vllm serve Qwen/Qwen2.5-14B-Instruct-AWQ -tp 2",
      {"training": {"model_params_billion": 14.0, "weight_bits": 4}, "inference": {"tensor_parallel_size": 2}}),
+    # the load generator's own cap (vllm bench serve --max-concurrency, docs.vllm.ai benchmarking/cli)
+    ("vllm bench serve --model my-model --dataset-name random --num-prompts 20 --max-concurrency 4",
+     {"inference": {"client_max_concurrency": 4}}),
     # LMDeploy's server (https://lmdeploy.readthedocs.io, `lmdeploy serve api_server <model> --tp N`)
     ("CUDA_VISIBLE_DEVICES=0,9 lmdeploy serve api_server /root/models/THUDM/glm-4v-9b/ --model-name glm-4v-9b --tp 2",
      {"inference": {"engine": "lmdeploy", "tensor_parallel_size": 2}, "training": {"model_params_billion": 9.0}}),

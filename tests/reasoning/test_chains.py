@@ -23,6 +23,12 @@ CAUSES = sorted(KN.causes)
 _META = ("symptom", "symptom_text", "schema_version")
 
 
+def objective(path: str) -> bool:
+    """An objective the user states up front (a TTFT, TPOT or requests/s target): no command
+    collects it, so a session starts with it as it starts with the symptom."""
+    return path.rsplit(".", 1)[-1].endswith(("_target", "_target_ms"))
+
+
 def leaves(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Fact paths of a nested facts document; dict-valued facts (count maps, env) and lists
     are leaves at their key path's children / own path."""
@@ -63,7 +69,7 @@ def uncoverable(cid: str) -> list[str]:
     """Facts of the example no check produces, when the cause needs them to fire."""
     truth = KN.causes[cid].examples.fire[0]
     missing = {p for p in leaves(truth) if p.split(".")[0] not in _META
-               and not covered(p, ALL_PRODUCES)}
+               and not objective(p) and not covered(p, ALL_PRODUCES)}
     if not missing:
         return []
     rep = kb.diagnose(strip(truth, missing), knowledge=KN)
@@ -107,6 +113,9 @@ def run_chain(cid: str, budget: int | None = None) -> tuple[bool, list[str], int
     truth = leaves({k: v for k, v in cause.examples.fire[0].items() if k not in _META})
     budget = budget_for(cid) if budget is None else budget
     facts: dict[str, Any] = {"symptom": cause.branch}
+    for path, value in truth.items():
+        if objective(path):
+            put(facts, path, value)
     ran: list[str] = []
     for _ in range(budget):
         rep = kb.diagnose(facts, knowledge=KN)
