@@ -1,10 +1,10 @@
 """Whether a model fits on one GPU before any activation: its weights (parameters x bits per
 weight, over the tensor-parallel degree) and, when every parameter trains, its gradients and
 Adam state too (16 bytes per parameter in mixed precision: ZeRO, Rajbhandari et al. 2020, §3.1),
-against the card's capacity. And, for a model split over several GPUs, what its whole weights
-would take of one of them: a small share says one GPU could hold it unsplit. A model that does not fit makes a start-up OOM expected whatever
+against the card's capacity. A model that does not fit makes a start-up OOM expected whatever
 else is true, unless the job shards it further than kb knows: the result is support for a
-cause, never its proof."""
+cause, never its proof. And, for a model split over several GPUs, what its whole weights would
+take of one of them: a small share says one GPU could hold it unsplit."""
 
 from __future__ import annotations
 

@@ -195,8 +195,8 @@ _SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server
                           r"|aphrodite\s+run|aphrodite\.endpoints|text-generation-launcher"
                           r"|text-generation-inference:|lmdeploy\s|llama-(?:server|cli)|ollama\s")
 _ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
-           ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-", "llama.cpp"),
-           ("ollama", "ollama"))
+           ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-server", "llama.cpp"),
+           ("llama-cli", "llama.cpp"), ("ollama", "ollama"))
 #: llama.cpp's own flags (tools/server/README.md): -m the model file, -np / --parallel the
 #: slots served at once, -sm / --split-mode none keeps the model on one GPU, -ngl 0 puts no
 #: layer on the GPU

@@ -23,7 +23,7 @@ _DUMP_START = re.compile(r"\b\w*Arguments\(\s*$")
 #: an offline engine built in Python: vLLM's and TensorRT-LLM's ``LLM(model=..., tensor_parallel_size=2)``
 #: and vLLM's ``EngineArgs(...)``, one line or one keyword per line; its keywords are the
 #: serving engine's options
-_ENGINE_CALL = re.compile(r"(?<![\w.])(?:LLM|AsyncEngineArgs|EngineArgs)\((.*)$")
+_ENGINE_CALL = re.compile(r"(?<![\w.])(?:[A-Za-z_]\w*\.)*(?:LLM|AsyncEngineArgs|EngineArgs)\((.*)$")
 _DUMP_FIELD = re.compile(r"^\s*([A-Za-z_]\w{0,60})=(.*?),?\s*$")
 #: an RDMA port's link layer: ``ibv_devinfo`` ("link_layer: Ethernet", rdma-core
 #: libibverbs/examples/devinfo.c) and ``ibstat`` ("Link layer: InfiniBand", infiniband-diags)

@@ -122,6 +122,9 @@ CASES = [
      {"inference": {"engine": "llama.cpp", "gpu_model_share": 0.0},
       "training": {"model_params_billion": 7.0, "weight_bits": 5}}),
     ("ollama run llama3:70b", {"inference": {"engine": "ollama"}, "training": {"model_params_billion": 70.0}}),
+    # the engine's class named through its module
+    ('llm = vllm.LLM(model="facebook/opt-13b", tensor_parallel_size=4)',
+     {"inference": {"tensor_parallel_size": 4}, "training": {"model_params_billion": 13.0}}),
     # vLLM's offline engine (docs: "LLM(model=..., tensor_parallel_size=4)"), one line or one
     # keyword per line; TensorRT-LLM's LLM API takes the same keywords
     ('llm = LLM(model="meta-llama/Llama-2-70b-hf", tensor_parallel_size=4, enforce_eager=True)',
@@ -146,6 +149,13 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     for group, values in want.items():
         for key, value in values.items():
             assert got.get(group, {}).get(key) == value, f"{group}.{key}: {got}"
+
+
+def test_a_model_named_like_a_runner_names_no_runner() -> None:
+    # Aphrodite serving a llama-2 checkpoint: "llama-" in the model's name is not llama.cpp
+    got = facts_of("aphrodite run TheBloke/llama-2-7b --tensor-parallel-size 2")
+    assert "engine" not in got.get("inference", {})
+    assert got["inference"]["tensor_parallel_size"] == 2
 
 
 def test_a_comparison_of_two_settings_states_neither() -> None:
