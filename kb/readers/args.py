@@ -320,7 +320,7 @@ def _llama_cpp(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
     for key, (path, conv) in _LLAMA_CPP.items():
         if key in pairs and (value := conv(pairs[key])) is not None:
             set_fact(facts, path, value)
-    model_name_facts(facts, pairs.get("m") or pairs.get("model"))
+    model_name_facts(facts, pairs.get("m"))  # --model is read with every launch's keys
     split = (pairs.get("sm") or pairs.get("split_mode") or "").strip("'\"").lower()
     if split == "none":
         set_fact(facts, "inference.gpus_per_replica", 1)

@@ -154,7 +154,7 @@ class LogScanner:
                 self.inference.update(st)
                 if eager:
                     self.inference["decode_cuda_graph"] = False
-        if "offload" in fams and "CUDA" in line:
+        if "devices" in fams:
             dev = offload.model_buffer_device(line)
             if dev is not None and len(self.model_devices) < 64:
                 self.model_devices.add(dev)

@@ -32,13 +32,15 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Unsupported", "UserError", "fullgraph=True",
         "Explanation:",  # 2.9+ records: the real reason behind "Encountered graph break when ..."
     ),
-    # vLLM's and SGLang's periodic stats; their KV cache size at start-up
+    # vLLM's and SGLang's periodic stats; their KV cache size at start-up, and vLLM's refusal to
+    # start when one request of max_model_len does not fit (old and V1 wordings)
     "vllm": ("Avg prompt throughput", "Decode batch", "GPU KV cache size", "Maximum concurrency for",
-             "KV Cache is allocated", "KV cache"),
+             "KV Cache is allocated", "stored in KV cache", "KV cache is needed"),
     # where a local runner placed the model: llama.cpp's load line, an `ollama ps` row
-    # and how many GPUs llama.cpp found and spread it over ("found N CUDA devices", "CUDA1
-    # model buffer size")
-    "offload": ("layers to GPU", "CPU/GPU", "% GPU", "% CPU", "level=INFO source=", "CUDA"),
+    "offload": ("layers to GPU", "CPU/GPU", "% GPU", "% CPU", "level=INFO source="),
+    # the GPUs llama.cpp found and spread the model over ("found N CUDA devices", "CUDA1 model
+    # buffer size"); the handler tests its two substrings before any regex
+    "devices": ("CUDA",),
     "env": ("NCCL_", "CUDA_", "TORCH_"),
 }
 NUMERIC = "oss"
