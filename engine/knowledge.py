@@ -243,6 +243,9 @@ class Said(_Model):
     node: str
     answer: str
     words: WordList
+    #: words that say the text means another answer after all ("hangs at initialization" is
+    #: no hang inside a collective of the running job)
+    unless: WordList = Field(default_factory=WordList)
 
 
 class Yield(_Model):
@@ -483,10 +486,18 @@ def _code_digest() -> str:
 
 
 def _digest(root: Path) -> str:
-    """The knowledge's content (names and bytes of every file), not its timestamps."""
+    """The knowledge's content (names and bytes of every file), not its timestamps. Walked
+    with ``os.walk`` and plain paths: it runs on every start, and pathlib's glob costs
+    milliseconds of it."""
     h = hashlib.sha256()
-    for p in _files(root):
-        h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    base = str(root)
+    names: list[str] = []
+    for d, dirs, files in os.walk(base):
+        dirs[:] = [x for x in dirs if not x.startswith(".")]
+        names += [os.path.join(d, f) for f in files if f.endswith(".yaml") and not f.startswith(".")]
+    for p in sorted(names):
+        with open(p, "rb") as fh:
+            h.update(os.path.relpath(p, base).encode() + b"\0" + fh.read() + b"\0")
     return h.hexdigest()[:20]
 
 

@@ -93,6 +93,42 @@ _PERSON_STUCK = re.compile(r"(?i)\b(?:(?:i|we)(?:'m|'ve been|'re| am| was| were|
                            r"|\bstuck\s+(?:in|on|with)\s+(?:the|this|that|an?|same)\s+(?:issue|problem|error|bug)")
 
 
+#: a serving concurrency that stops at exactly 100 ("cannot get it to exceed 100", "seems to
+#: default to 100", "TTFT degrades when concurrency > 100"): the default connection-pool size of
+#: the common Python HTTP clients (aiohttp's TCPConnector limit=100, httpx's max_connections=100),
+#: not a server setting. It reads "capped at 100 concurrent requests"
+_CONCURRENCY_WORD = r"(?:concurren\w*|running|requests?|reqs|connections?|in[- ]flight|parallel\w*)"
+_AT_100 = (r"\b100\b(?!\s*%|\.\d|\s*(?:ms|s|sec|seconds?|tokens?|tok|gb|gib|mb|steps?|w|x|examples?|prompts?)\b"
+           r"|[^.;!?\n]{0,20}?(?:per\s+(?:second|sec|minute)|/\s?s\b|\brps\b|\bqps\b))")
+_CAP_100 = re.compile(
+    r"(?i)\b" + _CONCURRENCY_WORD + r"\b[^.;!?\n]{0,60}?\b(?:cap(?:ped|s)?|stuck|limit(?:ed|s)?|max(?:imum|ed)?|plateau(?:s|ed)?"
+    r"|never\s+(?:more\s+than|above|exceeds?|over|beyond)|exceed|defaults?\s+to|default\s+of|at\s+most"
+    r"|no\s+more\s+than|stays?\s+at|tops?\s+out\s+at)\b[^.;!?\n]{0,20}?" + _AT_100
+    + r"|\b(?:cap(?:ped)?|stuck|limit(?:ed)?|max(?:imum)?|never\s+(?:more\s+than|above|exceeds?)|exceed|defaults?\s+to|at\s+most"
+    r"|tops?\s+out\s+at)\b[^.;!?\n]{0,20}?" + _AT_100 + r"[^.;!?\n]{0,30}?\b" + _CONCURRENCY_WORD + r"\b"
+    + r"|\b(?:concurrency|concurrent\s+requests|running\s+requests|connections)\s*(?:>|>=|above|over|beyond|exceeds?)\s*"
+    + _AT_100)
+
+
+#: a distributed job said to hang while it starts ("init_process_group hanging",
+#: "jax.distributed.initialize() hangs", "stuck at rendezvous", "初始化卡住"): before any
+#: collective of the training runs, so no rank can be out of step in one; NCCL's networking
+#: troubleshooting names interfaces that cannot reach the other nodes ("fail during the init
+#: functions or even hang") and closed ports. It also reads "hangs at initialization"
+_INIT_WORD = (r"(?:init_process_group|init\s+process\s+group|(?:distributed|dist|jax|hvd|horovod|deepspeed)\."
+              r"(?:initiali[sz]e|init(?:_distributed)?)\(?\)?|initiali[sz](?:e|es|ed|ing|ation)|\binit\b|rendezvous|rdzv"
+              r"|start-?up|bootstrap)")
+_HANG_WORD = (r"(?:\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bfreez(?:e|es|ing)\b|\bfrozen\b|\bdeadlock(?:s|ed)?\b"
+              r"|\btim(?:es|ed)\s+out\b|\btimeout\b|never\s+(?:returns|finishes|completes|proceeds))")
+#: between the two: one clause, no turn to a later moment ("init is fine but it hangs at
+#: epoch 3", "then it hangs at the allreduce")
+_SAME_MOMENT = r"(?:(?!\bbut\b|\bthen\b|\bafter\b|\blater\b|\bepoch|\bstep|\biteration)[^.,;:!?\n]){0,40}?"
+_INIT_HANG = re.compile(r"(?i)" + _INIT_WORD + _SAME_MOMENT + _HANG_WORD
+                        + r"|" + _HANG_WORD + r"[^.;:!?\n]{0,12}?\b(?:at|during|in|on|while|before)\b"
+                        + _SAME_MOMENT + _INIT_WORD
+                        + r"|(?:初始化|启动)[^，。,.;；\n]{0,10}?(?:卡住|卡死|挂住|hang|超时)|无法启动|启动不了")
+
+
 #: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
 #: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
 #: Python traceback's path is kept: the subsystem it failed in is evidence). Bounded parts: a
@@ -115,6 +151,10 @@ def _norm_text(text: str) -> str:
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
+    if _CAP_100.search(text):
+        parts.append("capped at 100 concurrent requests")
+    if _INIT_HANG.search(text):
+        parts.append("hangs at initialization")
     if _EVERY_N.search(text):
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
@@ -283,7 +323,7 @@ def named(text: str, kn: Knowledge) -> tuple[dict[str, list[str]], dict[str, lis
     low = _norm_text(text)
     causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words))}
     said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
-            if (f := _spans(low, w.words))}
+            if (f := _spans(low, w.words)) and not _spans(low, w.unless)}
     # a cause id ("oom.fragmentation") and an answer ("oom.where=eval") never collide
     kept = {k: [w for w, _, _ in v] for k, v in _longest({**causes, **said}).items()}
     return ({k: v for k, v in kept.items() if k in causes},

@@ -193,10 +193,13 @@ BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
 # so the causes written for vLLM apply
 _SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve"
                           r"|aphrodite\s+run|aphrodite\.endpoints|text-generation-launcher"
-                          r"|text-generation-inference:|lmdeploy\s|llama-(?:server|cli)|ollama\s")
+                          r"|text-generation-inference:|lmdeploy\s|llama-(?:server|cli)|ollama\s"
+                          r"|fastchat\.serve\.(?:vllm|model)_worker")
 _ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
            ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-server", "llama.cpp"),
-           ("llama-cli", "llama.cpp"), ("ollama", "ollama"))
+           ("llama-cli", "llama.cpp"), ("ollama", "ollama"),
+           # FastChat's worker on Hugging Face Transformers' generate()
+           ("fastchat.serve.model_worker", "transformers"))
 #: llama.cpp's own flags (tools/server/README.md): -m the model file, -np / --parallel the
 #: slots served at once, -sm / --split-mode none keeps the model on one GPU, -ngl 0 puts no
 #: layer on the GPU
@@ -206,7 +209,9 @@ _LLAMA_CPP: dict[str, tuple[str, Conv]] = {
 }
 #: a launch command: the launcher after an optional prompt, env prefix or wrapper
 LAUNCH = re.compile(
-    r"(?:^|[\s;&|(`\"])(torchrun|deepspeed|accelerate\s+launch|vllm\s+bench\s+serve|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
+    # torchrun / deepspeed only with a flag or a script after them ("a torchrun job hangs" in a
+    # sentence is no command, and would state torchrun's default of one node)
+    r"(?:^|[\s;&|(`\"])(torchrun(?=\s+(?:-|\S+\.py\b))|deepspeed(?=\s+(?:-|\S+\.py\b))|accelerate\s+launch|vllm\s+bench\s+serve|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
     # TGI: its launcher, or its image in a `docker run` (the launcher's flags follow the image)
     r"|text-generation-launcher|(?:\S*/)?text-generation-inference:\S+"
     # LMDeploy's server and chat; llama.cpp's server and CLI (a path before them, .exe on
@@ -329,6 +334,21 @@ def _llama_cpp(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
         set_fact(facts, "inference.gpu_model_share", 0.0)
 
 
+def _fastchat(facts: dict[str, Any], prog: str, pairs: dict[str, str | None]) -> None:
+    """FastChat's workers (fastchat/serve/vllm_worker.py, model_worker.py): ``--num-gpus N``
+    over 1 is vLLM's tensor parallelism in the vLLM worker (it sets tensor_parallel_size to
+    it), and a layer split of one copy of the model (a device map over N GPUs) in the
+    Transformers worker."""
+    n = _count(pairs.get("num_gpus"))
+    if n is None:
+        return
+    if prog.endswith("vllm_worker"):
+        if n > 1:
+            set_fact(facts, "inference.tensor_parallel_size", n)
+    else:
+        set_fact(facts, "inference.gpus_per_replica", n)
+
+
 def read_command(facts: dict[str, Any], command: str) -> bool:
     """Facts from one (joined) command line; False when it is not a launch command."""
     m = LAUNCH.search(command)
@@ -352,6 +372,8 @@ def read_command(facts: dict[str, Any], command: str) -> bool:
         model_name_facts(facts, toks[words])
     if "llama-" in prog:
         _llama_cpp(facts, dict(pairs))
+    if "fastchat.serve." in prog:
+        _fastchat(facts, prog, dict(pairs))
     if prog.startswith("python") and "torch.distributed" not in prog:
         _world(facts, "python", {})
     else:

@@ -122,6 +122,12 @@ CASES = [
      {"inference": {"engine": "llama.cpp", "gpu_model_share": 0.0},
       "training": {"model_params_billion": 7.0, "weight_bits": 5}}),
     ("ollama run llama3:70b", {"inference": {"engine": "ollama"}, "training": {"model_params_billion": 70.0}}),
+    # FastChat's workers (lm-sys/FastChat fastchat/serve/vllm_worker.py: "if args.num_gpus > 1:
+    # args.tensor_parallel_size = args.num_gpus"; model_worker.py spreads the layers instead)
+    ("python3 -m fastchat.serve.vllm_worker --model-path /app/weights/vicuna-13b-v1.5 --num-gpus 2",
+     {"inference": {"engine": "vllm", "tensor_parallel_size": 2}, "training": {"model_params_billion": 13.0}}),
+    ("python3 -m fastchat.serve.model_worker --model-path lmsys/vicuna-7b-v1.5 --num-gpus=2 --gpus=0,1",
+     {"inference": {"engine": "transformers", "gpus_per_replica": 2}, "training": {"model_params_billion": 7.0}}),
     # the engine's class named through its module
     ('llm = vllm.LLM(model="facebook/opt-13b", tensor_parallel_size=4)',
      {"inference": {"tensor_parallel_size": 4}, "training": {"model_params_billion": 13.0}}),
@@ -149,6 +155,15 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     for group, values in want.items():
         for key, value in values.items():
             assert got.get(group, {}).get(key) == value, f"{group}.{key}: {got}"
+
+
+@pytest.mark.parametrize("text", [
+    "our torchrun job hangs at init on two nodes",
+    "deepspeed zero3 runs out of host memory",
+])
+def test_a_launcher_named_in_a_sentence_is_no_command(text: str) -> None:
+    # torchrun's default of one node must not come from a sentence that names torchrun
+    assert "distributed" not in facts_of(text)
 
 
 def test_a_model_named_like_a_runner_names_no_runner() -> None:

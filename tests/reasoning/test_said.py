@@ -90,3 +90,31 @@ def test_what_a_recompile_is_keyed_on_ranks_its_guard(text: str, first: str) -> 
     rep = kb.diagnose(symptom=text)
     assert rep.findings == []
     assert rep.hypotheses[0].cause_id == first
+
+
+@pytest.mark.parametrize("text", [
+    "`init_process_group` hanging on HPC multi-node system w GPU",
+    "jax.distributed.initialize() hangs and eventually times out on 4 VMs",
+    "two-node torchrun job: NCCL hangs during initialization",
+    "8机训练时无法启动，初始化一直卡住",
+])
+def test_a_hang_while_the_job_starts_points_at_the_connection(text: str) -> None:
+    # NCCL's networking troubleshooting: interfaces that cannot reach the other nodes make NCCL
+    # "fail during the init functions or even hang"; no collective of the job has run, so no
+    # rank can be out of step in one
+    said = answers_said(text, KN)
+    assert "nccl.hang=at_init" in said and "nccl.hang=hung" not in said
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == []
+    top2 = [h.cause_id for h in rep.hypotheses[:2]]
+    assert set(top2) <= {"nccl.connect_refused", "nccl.socket_ifname_wrong"}, top2
+
+
+@pytest.mark.parametrize("text", [
+    "multi-node training hangs at step 5000 in an all_reduce",
+    "after initialization it trains fine but hangs at epoch 3",
+    "the model init is slow, then it hangs at the allreduce",
+])
+def test_a_hang_later_in_the_run_is_no_start_up_hang(text: str) -> None:
+    said = answers_said(text, KN)
+    assert "nccl.hang=at_init" not in said and "nccl.hang=hung" in said

@@ -7,6 +7,9 @@ import pytest
 import kb
 from kb.symptom_text import apply_text, classify, extract, mentions, merge_under
 
+from kb.loaded import load_knowledge
+
+KN_ = load_knowledge()
 NAN_EN = "loss goes NaN after ~300 steps in fp16"
 OOM_ZH = "训练到某个 step 突然 OOM"
 
@@ -485,3 +488,38 @@ def test_a_falling_loss_names_no_numerics_problem(kn) -> None:
     # near-miss of "the loss increases": the loss going down is training as it should
     assert "numerics" not in classify("the loss decreases and the accuracy increases", kn)
     assert "numerics" in classify("after 5k steps the loss suddenly increases", kn)
+
+
+@pytest.mark.parametrize("text,first", [
+    # aiohttp's TCPConnector and httpx's client both default to a pool of 100 connections: a
+    # concurrency that stops at exactly 100 is the client's
+    ("How do I increase the maximum number of concurrent reqs, which now seems to default to 100 "
+     "on my vLLM server", "inference.client_concurrency_cap"),
+    ("vLLM serving: TTFT degrades when concurrency > 100", "inference.client_concurrency_cap"),
+])
+def test_a_concurrency_stopping_at_100_is_the_clients_pool(text: str, first: str) -> None:
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == []
+    assert rep.hypotheses[0].cause_id == first
+
+
+@pytest.mark.parametrize("text", [
+    "I send 100 concurrent requests to vLLM and the latency is high",
+    "vLLM serves a max of 100 requests per second",
+    "vLLM benchmark over 100 prompts is slow",
+])
+def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
+    from kb.symptom_text import name_causes
+
+    assert "inference.client_concurrency_cap" not in name_causes(text, KN_)
+
+
+@pytest.mark.parametrize("text,branch", [
+    ("I only get one token/second whereas I get 30 tokens/second with PyTorch", "inference"),
+    # how much memory the job takes, asked about without a failure: the memory branch
+    ("Does FusedAdam consume twice the memory? Can AdamW reduce the memory usage?", "oom"),
+    # near-miss: a weak memory word beside a slow-training complaint leaves the branch alone
+    ("training is very slow and the GPU utilization is low; memory usage is high", "gpu_util"),
+])
+def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
+    assert next(iter(classify(text, KN_))) == branch
