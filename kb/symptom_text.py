@@ -120,6 +120,7 @@ _INIT_WORD = (r"(?:init_process_group|init\s+process\s+group|(?:distributed|dist
               r"|start-?up|bootstrap)")
 _HANG_WORD = (r"(?:\bhang(?:s|ing)?\b|\bhung\b|\bstuck\b|\bfreez(?:e|es|ing)\b|\bfrozen\b|\bdeadlock(?:s|ed)?\b"
               r"|\btim(?:es|ed)\s+out\b|\btimeout\b|never\s+(?:returns|finishes|completes|proceeds))")
+_INIT_HINT = re.compile(r"(?i)init|rendezvous|rdzv|start|bootstrap|初始化|启动")
 #: between the two: one clause, no turn to a later moment ("init is fine but it hangs at
 #: epoch 3", "then it hangs at the allreduce")
 _SAME_MOMENT = r"(?:(?!\bbut\b|\bthen\b|\bafter\b|\blater\b|\bepoch|\bstep|\biteration)[^.,;:!?\n]){0,40}?"
@@ -151,9 +152,9 @@ def _norm_text(text: str) -> str:
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
-    if _CAP_100.search(text):
+    if "100" in text and _CAP_100.search(text):
         parts.append("capped at 100 concurrent requests")
-    if _INIT_HANG.search(text):
+    if _INIT_HINT.search(text) and _INIT_HANG.search(text):  # the cheap test first
         parts.append("hangs at initialization")
     if _EVERY_N.search(text):
         parts.append("every n steps")
