@@ -204,7 +204,10 @@ _NOT_USED = (r"(?<![a-z])(?:did ?n[o']?t|have ?n[o']?t|has ?n[o']?t|never|not ye
 #: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
 #: memory" is the problem)
 _NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _EVEN_WITH_LESS
-                         + r"\s+|" + _NOT_USED + r"\s+)$")
+                         + r"\s+|" + _NOT_USED + r"\s+"
+                         # "it has enough VRAM", "plenty of memory": the card is big enough
+                         # ("not enough VRAM" is the problem, and stays one)
+                         r"|(?<!not )(?<!n't )(?<!no )(?<![a-z])(?:enough|plenty\s+of|sufficient)\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
                         r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
                         # the same in Chinese: "显存正常", "内存都还正常", "显存够用"

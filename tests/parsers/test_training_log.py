@@ -529,3 +529,32 @@ def test_a_tensorflow_oom_states_its_request(line: str, mib: float | None) -> No
     res = training_log.parse([line], "tf.log")
     assert res.facts["oom"]["occurred"] is True
     assert res.facts["oom"].get("tried_to_allocate_mib") == (pytest.approx(mib, abs=1e-3) if mib else None)
+
+
+@pytest.mark.parametrize(("line", "seq", "elapsed"), [
+    # torch 1.8-1.9 (torch/lib/c10d/ProcessGroupNCCL.cpp, operator<< of WorkNCCL): no SeqNum
+    ("[E ProcessGroupNCCL.cpp:587] [Rank 2] Watchdog caught collective operation timeout: "
+     "WorkNCCL(OpType=BROADCAST, Timeout(ms)=1800000) ran for 1802157 milliseconds before timing out.",
+     None, 1802157.0),
+    # the same operator<< when the work holds its outputs: their shape after the op
+    ("[E ProcessGroupNCCL.cpp:566] [Rank 0] Watchdog caught collective operation timeout: "
+     "WorkNCCL(OpType=ALLREDUCE, TensorShape=[2048, 1024], Timeout(ms)=600000) ran for 600016 "
+     "milliseconds before timing out.", None, 600016.0),
+    # the later form, cut off in a paste: the watchdog's words say it timed out
+    ("DistBackendError: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, "
+     "OpType=BROADCAST, NumelIn=5056, NumelOut=5056, Timeout(ms)=150000)", 7, None),
+])
+def test_a_watchdog_timeout_of_any_era_is_read(line: str, seq: int | None, elapsed: float | None) -> None:
+    from kb.parsers import training_log
+
+    d = training_log.parse([line], "train.log").facts["distributed"]
+    assert d["watchdog_timeout"] is True and d.get("timeout_seq") == seq
+    assert d.get("elapsed_ms") == elapsed
+
+
+def test_a_works_repr_without_a_timeout_is_no_watchdog_timeout() -> None:
+    from kb.parsers import training_log
+
+    res = training_log.parse(["[Rank 0] work enqueued: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
+                              "NumelIn=1, NumelOut=1, Timeout(ms)=600000)"], "train.log")
+    assert "watchdog_timeout" not in res.facts.get("distributed", {})

@@ -13,9 +13,14 @@ from kb.parsers.base import add_unique, get_fact, set_fact, strip_ansi
 if TYPE_CHECKING:
     from kb.parsers.training_log.scanner import LogScanner
 
+#: the timed-out work as c10d prints it: torch 1.8-1.9 ("WorkNCCL(OpType=BROADCAST[, TensorShape=
+#: [..]], Timeout(ms)=1800000)", torch/lib/c10d/ProcessGroupNCCL.cpp, operator<<), later releases
+#: with SeqNum and then NumelIn/NumelOut; "ran for N milliseconds before timing out" may be cut off
+#: a pasted line, the watchdog's own words then say what it is
 _WATCHDOG = re.compile(
-    r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=\d+, NumelOut=\d+)?, Timeout\(ms\)=(\d+)\)"
-    r" ran for (\d+) milliseconds before timing out"
+    r"WorkNCCL\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, TensorShape=\[[^\]]{0,200}\])?"
+    r"(?:, NumelIn=\d+, NumelOut=\d+)?, Timeout\(ms\)=(\d+)\)"
+    r"(?: ran for (\d+) milliseconds before timing out)?"
 )
 _BLOCKING = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)[^)]*?Timeout\(ms\)=(\d+)\)\) timed out in blocking wait")
 _RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|^\[rank(\d+)\]:")
@@ -69,10 +74,14 @@ def _nccl(sc: LogScanner, line: str, low: str) -> None:
     f = sc.facts
     if "nccl" in low:
         set_fact(f, "distributed.backend", "nccl")
-    m = _WATCHDOG.search(line) or _BLOCKING.search(line)
+    m = _WATCHDOG.search(line)
+    if m and m.group(4) is None and "collective operation timeout" not in low:
+        m = None  # a work's repr in another message (no timeout said)
+    m = m or _BLOCKING.search(line)
     if m:
-        seq, op, timeout, elapsed = int(m.group(1)), m.group(2), float(m.group(3)), None
-        if m.re is _WATCHDOG:
+        seq = int(m.group(1)) if m.group(1) else None  # torch 1.8-1.9 print no SeqNum
+        op, timeout, elapsed = m.group(2), float(m.group(3)), None
+        if m.re is _WATCHDOG and m.group(4):
             elapsed = float(m.group(4))
         set_fact(f, "distributed.watchdog_timeout", True)
         set_fact(f, "distributed.timeout_op", op)
