@@ -520,6 +520,10 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     ("Does FusedAdam consume twice the memory? Can AdamW reduce the memory usage?", "oom"),
     # near-miss: a weak memory word beside a slow-training complaint leaves the branch alone
     ("training is very slow and the GPU utilization is low; memory usage is high", "gpu_util"),
+    # a card said to be big enough is no out-of-memory word; t/s is llama.cpp users' rate
+    ("use the first GPU only if it alone has enough VRAM to fit the model: 81 t/s vs 31 t/s", "inference"),
+    ("not enough VRAM to load the model", "oom"),
+    ("my losses become bigger and bigger when I train mask_rcnn", "numerics"),
 ])
 def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
     assert next(iter(classify(text, KN_))) == branch
