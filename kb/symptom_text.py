@@ -62,10 +62,22 @@ _MEMORY_FULL = re.compile(
     r"(?i)\b(?:gpu\s+memory|vram|memory[- ]usage)(?:\s+(?:usage|use))?[^.,;:!?\n]{0,20}?"
     r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
     r"(?:full|maxed(?:\s+out)?)\b)"
-    r"|显存[^，。,.;；\n]{0,8}?(?:占满|满了|打满)")
+    r"|(?:显存|(?:GPU|gpu|显卡)\s?的?\s?内存)[^，。,.;；\n]{0,8}?(?:占满|满了|打满|用满)")
 #: the card's memory said to overflow with words between ("32g显存直接溢出了"): 显存溢出, an OOM, not
 #: a numeric overflow (溢出 alone is one)
-_VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出")
+_VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出"
+                            # or later in the sentence, nothing numeric named between ("显存应该是
+                            # 有空余的，但是不到1个epoch溢出中断训练"; not "显存够，但是loss溢出")
+                            r"|显存(?:(?!loss|Loss|LOSS|梯度|数值|nan|NaN|inf|fp16|FP16|半精度|精度|权重)"
+                            r"[^。.;；!?！？\n]){0,30}?溢出")
+#: host memory said to fill up or leak with words between ("16G内存很快就占满了", "内存一直在涨"):
+#: RAM (内存), not the card's memory (显存), which a framework fills on purpose; it reads 内存占满
+_HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(?<!显卡的)内存[^。.;；!?！？\n，,]{0,10}?"
+                            r"(?:占满|满了|耗尽|爆了|泄漏|泄露|一直涨|一直在涨|一直增加|持续增加|持续增长|越来越大|越来越多)")
+#: the loss said to fall to zero with words between ("loss先在2左右上下波动，然后突然变成0"): it reads
+#: "loss becomes zero"
+_LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|全为|全是|都是|等于)"
+                        r"\s*0(?![.\d%])|归零)")
 #: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
 #: not installed"): a template's placeholder, which names no device in use
 _ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
@@ -156,6 +168,10 @@ def _norm_text(text: str) -> str:
         parts.append("capped at 100 concurrent requests")
     if _INIT_HINT.search(text) and _INIT_HANG.search(text):  # the cheap test first
         parts.append("hangs at initialization")
+    if "内存" in text and _HOST_RAM_FULL.search(text):
+        parts.append("内存占满")
+    if _LOSS_ZERO.search(text):
+        parts.append("loss becomes zero")
     if _EVERY_N.search(text):
         parts.append("every n steps")
     if _GPU_SHARE.search(text):

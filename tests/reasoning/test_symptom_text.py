@@ -524,6 +524,14 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     ("use the first GPU only if it alone has enough VRAM to fit the model: 81 t/s vs 31 t/s", "inference"),
     ("not enough VRAM to load the model", "oom"),
     ("my losses become bigger and bigger when I train mask_rcnn", "numerics"),
+    # Chinese with words between: host RAM (内存) filling up, the card's memory (显存) overflowing
+    # later in the sentence, the loss falling to zero
+    ("如果原始图片很大，16G内存很快就占满了，难道是内存释放存在问题？", "oom"),
+    ("训练开始的时候，显存应该是有空余的，但是不到1个epoch溢出中断训练两次", "oom"),
+    ("loss先在2左右上下波动，然后突然变成0，后面一直保持为0", "numerics"),
+    # near-misses: the card's memory full is no OOM word, an overflow of the loss is numerics
+    ("gpu的内存已经用满了，但gpu利用率和占比很低", "gpu_util"),
+    ("显存够用，但是loss溢出了", "numerics"),
 ])
 def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
     assert next(iter(classify(text, KN_))) == branch
