@@ -62,7 +62,7 @@ _MEMORY_FULL = re.compile(
     r"(?i)\b(?:gpu\s+memory|vram|memory[- ]usage)(?:\s+(?:usage|use))?[^.,;:!?\n]{0,20}?"
     r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
     r"(?:full|maxed(?:\s+out)?)\b)"
-    r"|(?:显存|(?:GPU|gpu|显卡)\s?的?\s?内存)[^，。,.;；\n]{0,8}?(?:占满|满了|打满|用满)")
+    r"|(?:显存|(?:GPU|gpu|显卡)\s?的?\s?内存)[^，。,.;；\n]{0,8}?(?<!没)(?<!未)(?<!不)(?:占满|满了|打满|用满)")
 #: the card's memory said to overflow with words between ("32g显存直接溢出了"): 显存溢出, an OOM, not
 #: a numeric overflow (溢出 alone is one)
 _VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出"

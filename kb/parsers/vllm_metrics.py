@@ -26,7 +26,9 @@ _SAMPLE = re.compile(
     r"(?P<value>[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|NaN|\+Inf|-Inf|Inf))(?:\s+-?\d+)?\s*$"
 )
 _LE = re.compile(r'(?:^|,)\s*le="([^"]*)"')
-_STATS = re.compile(r"Avg prompt throughput: [\d.]+ tokens/s, Avg generation throughput: ([\d.]+) tokens/s")
+#: vLLM's periodic stats (vllm/engine/metrics.py LoggingStatLogger; V1's loggers.py prefixes
+#: "Engine 000: "): both throughputs over the logging interval, then the scheduler's counts
+_STATS = re.compile(r"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s")
 _RUNNING = re.compile(r"Running: (\d+) reqs")
 _WAITING = re.compile(r"(?:Pending|Waiting): (\d+) reqs")
 _KV = re.compile(r"GPU KV cache usage: ([\d.]+)%")
@@ -83,7 +85,7 @@ def stats_line(line: str) -> dict[str, Any] | None:
     m = _STATS.search(line)
     if not m:
         return None
-    out: dict[str, Any] = {"engine": "vllm", "output_tokens_per_s": float(m.group(1))}
+    out: dict[str, Any] = {"engine": "vllm", "output_tokens_per_s": float(m.group(2))}
     for key, rx, scale in (
         ("num_running", _RUNNING, 1.0), ("num_waiting", _WAITING, 1.0),
         ("kv_cache_usage", _KV, 0.01), ("prefix_cache_hit_rate", _PREFIX_HIT, 0.01),
@@ -92,6 +94,10 @@ def stats_line(line: str) -> dict[str, Any] | None:
         if mm:
             value = float(mm.group(1)) * scale
             out[key] = round(min(value, 1.0), 6) if scale != 1.0 else value
+    if out.get("num_running", 0) >= 1 and float(m.group(1)) == 0 and float(m.group(2)) == 0:
+        # requests held, and not one token prefilled or generated in the whole interval: no
+        # step finished (kept once seen: the newest line's numbers do not clear it)
+        out["no_progress"] = True
     return out
 
 

@@ -147,3 +147,37 @@ def test_a_kv_cache_smaller_than_one_request_is_found_in_the_log() -> None:
     # near-miss: the same engine with room for eight such requests is healthy on this count
     ok = log.replace("17,840", "1,048,576").replace("0.14x", "8.00x")
     assert "oom.kv_cache_max_model_len" not in [f.cause_id for f in kb.diagnose(inputs=[ok]).findings]
+
+
+@pytest.mark.parametrize(("line", "stalled"), [
+    # vLLM V0's periodic stats (vllm/engine/metrics.py): a request held, not one token in the interval
+    ("INFO 11-23 19:12:45 llm_engine.py:624] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+     "throughput: 0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: "
+     "1.4%, CPU KV cache usage: 0.0%", True),
+    # V1 (vllm/v1/metrics/loggers.py): the same counts after the engine's index
+    ("(APIServer pid=1) INFO 09-07 06:35:50 [loggers.py:123] Engine 000: Avg prompt throughput: 0.0 "
+     "tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache "
+     "usage: 2.1%, Prefix cache hit rate: 0.0%", True),
+    # near-misses: an idle server (nothing running), a long prompt being prefilled, a decode
+    ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs, "
+     "Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.0%", False),
+    ("Avg prompt throughput: 8123.4 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 1 reqs, "
+     "Pending: 0 reqs, GPU KV cache usage: 9.5%", False),
+    ("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 31.4 tokens/s, Running: 1 reqs, "
+     "GPU KV cache usage: 0.3%", False),
+])
+def test_requests_held_without_a_token_are_no_progress(line: str, stalled: bool) -> None:
+    from kb.parsers.vllm_metrics import stats_line
+
+    assert stats_line(line).get("no_progress", False) is stalled
+
+
+def test_an_engine_without_progress_is_not_called_healthy() -> None:
+    import kb
+
+    line = ("INFO 11-23 19:12:45 llm_engine.py:624] Avg prompt throughput: 0.0 tokens/s, Avg generation "
+            "throughput: 0.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache "
+            "usage: 1.4%, CPU KV cache usage: 0.0%\n")
+    rep = kb.diagnose(inputs=[line])
+    assert rep.status != "healthy" and rep.branches == ["inference"]
+    assert rep.findings == []
