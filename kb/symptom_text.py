@@ -157,7 +157,9 @@ def _norm_text(text: str) -> str:
     name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
-    duration "time per iteration"."""
+    duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
+    requests", a hang while the job starts "hangs at initialization", host RAM filling up
+    "内存占满", the loss falling to zero "loss becomes zero"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _VRAM_OVERFLOW.sub("显存溢出", text)
