@@ -118,3 +118,22 @@ def test_a_hang_while_the_job_starts_points_at_the_connection(text: str) -> None
 def test_a_hang_later_in_the_run_is_no_start_up_hang(text: str) -> None:
     said = answers_said(text, KN)
     assert "nccl.hang=at_init" not in said and "nccl.hang=hung" in said
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    # several GPUs no faster than one in training: single-process DataParallel, the known culprit
+    # (PyTorch's docs: "DataParallel is usually slower than DistributedDataParallel even on a single
+    # machine")
+    ("training is slower when using multi-gpus (8 gpus) than single gpu", "gpu_util.dataparallel_single_process"),
+    ("用了两张1080ti训练，比单卡快了不到20%", "gpu_util.dataparallel_single_process"),
+])
+def test_several_gpus_no_faster_than_one_in_training_points_at_dataparallel(text: str, first: str) -> None:
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == [] and rep.hypotheses[0].cause_id == first
+
+
+def test_a_split_server_no_faster_than_one_gpu_stays_with_serving() -> None:
+    # near-miss: the same complaint about a server splitting a small model names serving causes
+    rep = kb.diagnose(symptom="vLLM serving with tensor parallel 2 is slower than a single gpu for my 7B model")
+    assert rep.hypotheses[0].branch == "inference"
+    assert "gpu_util.dataparallel_single_process" not in [h.cause_id for h in rep.hypotheses]
