@@ -27,6 +27,11 @@ def _num(facts: dict[str, Any], path: str) -> float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _weights_mib(params: float, bits: float) -> float:
+    """The whole model's weights in MiB: ``params`` billion parameters at ``bits`` each."""
+    return params * 1e9 * bits / 8 / 2**20
+
+
 def _split(facts: dict[str, Any]) -> int:
     """GPUs one copy of the model is spread over (tensor parallel, or a layer split)."""
     return max(int(_num(facts, "inference.tensor_parallel_size") or 1),
@@ -52,7 +57,7 @@ def _unsplit(facts: dict[str, Any], params: float, bits: int) -> list[str]:
         if rng is None:
             return []
         cap, how = rng[0] * 1024, f"the smallest {name} variant"
-    frac = round(params * 1e9 * bits / 8 / 2**20 / cap, 2)
+    frac = round(_weights_mib(params, bits) / cap, 2)
     set_fact(facts, "inference.unsplit_weights_fraction", frac)
     return [f"inference.unsplit_weights_fraction = {frac} ({params:g}B parameters x {bits} bits, "
             f"split over {split} GPUs, against one GPU's {cap / 1024:.0f} GiB, {how})"]
@@ -76,7 +81,7 @@ def complete(facts: dict[str, Any]) -> list[str]:
         return split_notes
     tp = _num(facts, "inference.tensor_parallel_size")
     shards = int(tp) if tp and tp >= 1 else 1
-    frac = round(params * 1e9 * bits / 8 / 2**20 / shards / cap, 2)
+    frac = round(_weights_mib(params, bits) / shards / cap, 2)
     set_fact(facts, "oom.weights_fraction", frac)
     notes = [f"oom.weights_fraction = {frac} ({params:g}B parameters x {bits} bits"
              + (f" / TP {shards}" if shards > 1 else "") + f" against {cap / 1024:.0f} GiB)"]
@@ -86,7 +91,7 @@ def complete(facts: dict[str, Any]) -> list[str]:
         # ZeRO-3 splits the state over the ranks; other sharding (FSDP) kb may not know of
         ranks = _num(facts, "distributed.world_size") or _num(facts, "gpu.count") or 1
         split = int(ranks) if get_fact(facts, "training.zero_stage") == 3 else 1
-        train = round(params * 1e9 * TRAINING_BYTES_PER_PARAM / 2**20 / split / cap, 2)
+        train = round(_weights_mib(params, 8 * TRAINING_BYTES_PER_PARAM) / split / cap, 2)
         set_fact(facts, "oom.training_state_fraction", train)
         notes.append(f"oom.training_state_fraction = {train} ({params:g}B parameters x "
                      f"{TRAINING_BYTES_PER_PARAM} bytes of weights, gradients and Adam state"
