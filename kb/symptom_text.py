@@ -78,6 +78,12 @@ _HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(
 #: "loss becomes zero"
 _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|全为|全是|都是|等于)"
                         r"\s*0(?![.\d%])|归零)")
+#: several cards compared with one, with words between ("多卡推理速度比单卡推理速度慢十倍",
+#: "双卡训练比单卡还要慢"): it reads "多卡更慢", a word of the causes that split one job over
+#: cards (DataParallel in training, a small model split for serving)
+_MULTI_SLOWER = re.compile(r"(?:多卡|多张卡|多块卡|多个卡|多gpu|多个gpu|多张gpu|双卡|两张卡|[2-8二两三四八]卡)"
+                           r"[^。.;；!?！？\n，,]{0,20}?比(?:单卡|单张卡|一张卡|单gpu|单个gpu|一个gpu|一张gpu)"
+                           r"[^。.;；!?！？\n，,]{0,16}?慢", re.I)
 #: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
 #: not installed"): a template's placeholder, which names no device in use
 _ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
@@ -159,7 +165,8 @@ def _norm_text(text: str) -> str:
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
-    "内存占满", the loss falling to zero "loss becomes zero"."""
+    "内存占满", the loss falling to zero "loss becomes zero", several cards slower than one
+    "多卡更慢"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _VRAM_OVERFLOW.sub("显存溢出", text)
@@ -174,6 +181,8 @@ def _norm_text(text: str) -> str:
         parts.append("内存占满")
     if _LOSS_ZERO.search(text):
         parts.append("loss becomes zero")
+    if "比" in text and _MULTI_SLOWER.search(text):
+        parts.append("多卡更慢")
     if _EVERY_N.search(text):
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
@@ -653,8 +662,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     from kb.prose_sizes import setup_spans, works_alone
 
     plain = text
+    # "多卡推理比单卡慢": both cards' counts are the comparison, as "than" is in English
+    compared = [m.span() for m in _MULTI_SLOWER.finditer(text)] if "比" in text else []
     for a, b in setup_spans(text):
-        if _THAN.search(text[max(0, a - 24):a]):
+        if _THAN.search(text[max(0, a - 24):a]) or any(c <= a and b <= e for c, e in compared):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
     for m in _VRAM_OVERFLOW.finditer(text):

@@ -125,3 +125,19 @@ def test_gloo_desync_scenario_log_and_dumps() -> None:
     assert [(s["rank"], s["collective"]) for s in d["rank_states"]] == [(0, "all_reduce"), (1, "barrier")]
     assert d["outlier_ranks"] == [1]
     assert "transports" not in d and "inter_node_transport" not in d
+
+
+def test_ranks_too_far_apart_are_not_one_hang() -> None:
+    # two watchdog lines pasted from two runs (vLLM 0.2.7 and 0.3.0): SeqNum 20518 on rank 4 in
+    # ALLREDUCE and 369526 on rank 1 in GATHER cannot be one job's ranks at one moment (a rank
+    # runs at most a few collectives ahead of a peer), so neither is an outlier
+    got, outliers, notes = ranks.analyse(
+        [{"rank": 4, "collective": "ALLREDUCE", "seq": 20518},
+         {"rank": 1, "collective": "GATHER", "seq": 369526}], timeout_op="ALLREDUCE")
+    assert outliers == [] and "too far apart" in notes[0]
+    assert [s["rank"] for s in got] == [1, 4]
+    # near-miss: one job, one rank a collective behind in another op
+    _, outliers, _ = ranks.analyse(
+        [{"rank": 0, "collective": "ALLREDUCE", "seq": 57}, {"rank": 1, "collective": "BARRIER", "seq": 56}],
+        timeout_op="ALLREDUCE")
+    assert outliers == [1]

@@ -32,6 +32,9 @@ COLLECTIVE_FUNCS: frozenset[str] = frozenset({
     "new_group", "init_process_group", "_store_based_barrier", "synchronize",
     "_local_scalar_dense",
 })
+#: ranks of one job that hang together stand within a few collectives of each other; one rank's
+#: SeqNum more than this many times another's means the states are not one moment of one job
+SEQ_SPREAD = 2
 # native frames (py-spy --native) inside NCCL or the c10d process group
 _NATIVE_COLLECTIVE = re.compile(r"^(nccl[A-Z]\w*|c10d::ProcessGroupNCCL::\w+|cudaStreamSynchronize|cudaDeviceSynchronize)")
 # files whose functions named like a collective really are collectives
@@ -98,6 +101,15 @@ def analyse(
     notes: list[str] = []
     if len(ordered) < 2:
         return clean, [], notes
+    seqs = {r: st["seq"] for r, st in by_rank.items() if st.get("seq") is not None}
+    low, high = min(seqs.values(), default=0), max(seqs.values(), default=0)
+    if low > 0 and high > SEQ_SPREAD * low:
+        # a rank cannot run more than a few collectives ahead of a peer (each one waits for
+        # every rank), so states this far apart come from different runs or moments (two
+        # pasted timeouts of two jobs): no rank is shown to be elsewhere
+        notes.append(f"distributed.rank_states: SeqNum {low} and {high} are too far apart to be "
+                     "one hang of one job; no rank is named an outlier")
+        return clean, [], notes
     outliers: set[int] = set()
     keys = {r: (st.get("collective") or st.get("frame")) for r, st in by_rank.items()}
     known = {r: k for r, k in keys.items() if k}
@@ -120,7 +132,6 @@ def analyse(
         else:
             outliers.update(r for r, k in known.items() if k != majority)
             notes.append(f"distributed.rank_states: {top} of {len(known)} ranks are in {majority}")
-    seqs = {r: st["seq"] for r, st in by_rank.items() if st.get("seq") is not None}
     if len(seqs) >= 2:
         counts_s = Counter(seqs.values()).most_common()
         if len(counts_s) > 1 and counts_s[0][1] > counts_s[1][1]:

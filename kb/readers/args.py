@@ -1,12 +1,13 @@
 """Facts from launch commands and argument dumps.
 
-Read: command lines (``torchrun``, ``python -m torch.distributed.launch/run``, ``deepspeed``,
-``accelerate launch``, ``python x.py --args``, ``vllm serve``, ``python -m
-vllm.entrypoints.openai.api_server``, ``python -m sglang.launch_server``, ``trtllm-serve``, TGI's
-``text-generation-launcher`` or its image in ``docker run``) with
-``\\`` continuations; and dumps of parsed arguments: argparse ``Namespace(a=1, ...)``, SGLang's
-``ServerArgs(...)``, vLLM's ``Initializing ... engine (vX) with config: a=1, ...`` and
-``non-default args: {'a': 1}``, HF ``TrainingArguments(`` one ``name=value,`` per line.
+Read: command lines of the programs in :data:`LAUNCHERS` and :data:`MODULES` (one row per
+program: ``torchrun``, ``python -m torch.distributed.launch/run``, ``deepspeed``, ``accelerate
+launch``, ``vllm serve``, ``python -m vllm.entrypoints.openai.api_server``, ``python -m
+sglang.launch_server``, ``trtllm-serve``, TGI's launcher or its image in ``docker run``, LMDeploy,
+llama.cpp, Ollama, FastChat's workers, ``python x.py --args``) with ``\\`` continuations;
+and dumps of parsed arguments: argparse ``Namespace(a=1, ...)``, SGLang's ``ServerArgs(...)``,
+vLLM's ``Initializing ... engine (vX) with config: a=1, ...`` and ``non-default args: {'a': 1}``,
+HF ``TrainingArguments(`` one ``name=value,`` per line.
 Flag names are normalised (``--gpu-memory-utilization`` = ``gpu_memory_utilization``) and mapped
 to facts by one table; a flag whose meaning depends on the tool (``max_seq_len``) is read by the
 context: a serving engine or a training job.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kb.parsers.base import set_fact, to_float, to_int
@@ -189,17 +191,29 @@ TRAIN: dict[str, tuple[str, Conv]] = {
 BARE = frozenset(k for k, (_, conv) in {**ANY, **SERVE, **TRAIN}.items()
                  if conv in (_bool, _not) or k in ("bf16", "fp16", "half"))
 
-# Aphrodite is a vLLM fork with vLLM's flags ("aphrodite run <model>"): its engine is left unset,
-# so the causes written for vLLM apply
-_SERVE_PROGS = re.compile(r"vllm\s+serve|vllm\.entrypoints|sglang\.launch_server|sglang\s+serve|trtllm-serve"
-                          r"|aphrodite\s+run|aphrodite\.endpoints|text-generation-launcher"
-                          r"|text-generation-inference:|lmdeploy\s|llama-(?:server|cli)|ollama\s"
-                          r"|fastchat\.serve\.(?:vllm|model)_worker")
-_ENGINE = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
-           ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-server", "llama.cpp"),
-           ("llama-cli", "llama.cpp"), ("ollama", "ollama"),
-           # FastChat's worker on Hugging Face Transformers' generate()
-           ("fastchat.serve.model_worker", "transformers"))
+def _world_torchrun(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    """torchrun's world: --nproc_per_node x --nnodes, one node when --nnodes is not given."""
+    per = _count(pairs.get("nproc_per_node"))
+    nn_raw = pairs.get("nnodes")
+    nodes = _count(nn_raw) if nn_raw is not None else 1  # torchrun's default is one node
+    if nodes is not None:
+        set_fact(facts, "distributed.nnodes", nodes)
+    if per is not None and nodes is not None:
+        set_fact(facts, "distributed.world_size", per * nodes)
+
+
+def _world_deepspeed(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    per, nodes = _count(pairs.get("num_gpus")), _count(pairs.get("num_nodes"))
+    if per is not None and nodes is not None:
+        set_fact(facts, "distributed.world_size", per * nodes)
+
+
+def _world_accelerate(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    total = _count(pairs.get("num_processes"))
+    if total is not None:
+        set_fact(facts, "distributed.world_size", total)
+
+
 #: llama.cpp's own flags (tools/server/README.md): -m the model file, -np / --parallel the
 #: slots served at once, -sm / --split-mode none keeps the model on one GPU, -ngl 0 puts no
 #: layer on the GPU
@@ -207,19 +221,110 @@ _LLAMA_CPP: dict[str, tuple[str, Conv]] = {
     "parallel": ("inference.max_num_seqs", _count),
     "np": ("inference.max_num_seqs", _count),
 }
-#: a launch command: the launcher after an optional prompt, env prefix or wrapper
-LAUNCH = re.compile(
-    # torchrun / deepspeed only with a flag or a script after them ("a torchrun job hangs" in a
-    # sentence is no command, and would state torchrun's default of one node)
-    r"(?:^|[\s;&|(`\"])(torchrun(?=\s+(?:-|\S+\.py\b))|deepspeed(?=\s+(?:-|\S+\.py\b))|accelerate\s+launch|vllm\s+bench\s+serve|vllm\s+serve|trtllm-serve|sglang\s+serve|aphrodite\s+run"
+
+
+def _llama_cpp(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    """What llama.cpp's own flags state (see :data:`_LLAMA_CPP`)."""
+    for key, (path, conv) in _LLAMA_CPP.items():
+        if key in pairs and (value := conv(pairs[key])) is not None:
+            set_fact(facts, path, value)
+    model_name_facts(facts, pairs.get("m"))  # --model is read with every launch's keys
+    split = (pairs.get("sm") or pairs.get("split_mode") or "").strip("'\"").lower()
+    if split == "none":
+        set_fact(facts, "inference.gpus_per_replica", 1)
+    ngl = pairs.get("ngl") or pairs.get("n_gpu_layers") or pairs.get("gpu_layers")
+    if ngl is not None and ngl.strip("'\"") == "0":
+        set_fact(facts, "inference.gpu_model_share", 0.0)
+
+
+def _fastchat_vllm(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    """FastChat's vLLM worker (fastchat/serve/vllm_worker.py) sets vLLM's tensor_parallel_size
+    to its ``--num-gpus``."""
+    n = _count(pairs.get("num_gpus"))
+    if n is not None and n > 1:
+        set_fact(facts, "inference.tensor_parallel_size", n)
+
+
+def _fastchat_hf(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
+    """FastChat's Transformers worker (fastchat/serve/model_worker.py) spreads one copy of the
+    model's layers over its ``--num-gpus`` (a device map)."""
+    n = _count(pairs.get("num_gpus"))
+    if n is not None:
+        set_fact(facts, "inference.gpus_per_replica", n)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A program that starts a job, one row per program: how a command line names it, whether
+    it serves a model, the engine it runs and what its own flags say."""
+
+    #: the program as written (a regex without groups)
+    program: str
+    #: a serving engine: its flags are read as the engine's and the model comes first
+    serve: bool = False
+    #: the ``inference.engine`` it runs (None: the causes written for vLLM apply)
+    engine: str | None = None
+    #: facts from its own flags, beyond the shared tables
+    own: Callable[[dict[str, Any], dict[str, str | None]], None] | None = None
+
+
+#: launchers named as programs, in the order they are tried. torchrun / deepspeed count only
+#: with a flag or a script after them ("a torchrun job hangs" in a sentence is no command, and
+#: would state torchrun's default of one node); llama.cpp's binaries only with a flag after
+#: them (a path before, .exe on Windows). Aphrodite is a vLLM fork with vLLM's flags: its engine
+#: is left unset, so the causes written for vLLM apply
+LAUNCHERS: tuple[Launcher, ...] = (
+    Launcher(r"torchrun(?=\s+(?:-|\S+\.py\b))", own=_world_torchrun),
+    Launcher(r"deepspeed(?=\s+(?:-|\S+\.py\b))", own=_world_deepspeed),
+    Launcher(r"accelerate\s+launch", own=_world_accelerate),
+    Launcher(r"vllm\s+bench\s+serve"),  # a load generator: its flags are the client's
+    Launcher(r"vllm\s+serve", serve=True, engine="vllm"),
+    Launcher(r"trtllm-serve", serve=True, engine="tensorrt-llm"),
+    Launcher(r"sglang\s+serve", serve=True, engine="sglang"),
+    Launcher(r"aphrodite\s+run", serve=True),
     # TGI: its launcher, or its image in a `docker run` (the launcher's flags follow the image)
-    r"|text-generation-launcher|(?:\S*/)?text-generation-inference:\S+"
-    # LMDeploy's server and chat; llama.cpp's server and CLI (a path before them, .exe on
-    # Windows; flags after them: "on llama-server" in a sentence is no command); Ollama's
-    r"|lmdeploy\s+serve\s+api_server|lmdeploy\s+serve\s+gradio|lmdeploy\s+chat"
-    r"|(?:[^\s\"']*[/\\])?llama-(?:server|cli)(?:\.exe)?\"?(?=\s+-)|ollama\s+(?:run|serve)"
-    r"|llamafactory-cli\s+train|tune\s+run|tune(?=\s+--n)|python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py))(?=\s|$)"
+    Launcher(r"text-generation-launcher|(?:\S*/)?text-generation-inference:\S+", serve=True,
+             engine="tgi"),
+    Launcher(r"lmdeploy\s+serve\s+api_server|lmdeploy\s+serve\s+gradio|lmdeploy\s+chat",
+             serve=True, engine="lmdeploy"),
+    Launcher(r"(?:[^\s\"']*[/\\])?llama-(?:server|cli)(?:\.exe)?\"?(?=\s+-)", serve=True,
+             engine="llama.cpp", own=_llama_cpp),
+    Launcher(r"ollama\s+(?:run|serve)", serve=True, engine="ollama"),
+    Launcher(r"llamafactory-cli\s+train"),
+    Launcher(r"tune\s+run|tune(?=\s+--n)", own=_world_torchrun),  # torchtune wraps torchrun
 )
+#: ``python -m <module>``: the module is the launcher (matched at the module name's start)
+MODULES: tuple[Launcher, ...] = (
+    Launcher(r"torch\.distributed\.(?:launch|run)\b", own=_world_torchrun),
+    Launcher(r"vllm\.entrypoints\b", serve=True, engine="vllm"),
+    Launcher(r"sglang\.launch_server\b", serve=True, engine="sglang"),
+    Launcher(r"aphrodite\.endpoints\b", serve=True),
+    Launcher(r"fastchat\.serve\.vllm_worker\b", serve=True, engine="vllm", own=_fastchat_vllm),
+    # FastChat's worker on Hugging Face Transformers' generate()
+    Launcher(r"fastchat\.serve\.model_worker\b", serve=True, engine="transformers",
+             own=_fastchat_hf),
+)
+_PYTHON = r"python[\d.]*\s+(?:-u\s+)?(?:-m\s+[\w.]+|\S+\.py)"
+#: a launch command: the launcher after an optional prompt, env prefix or wrapper
+LAUNCH = re.compile(r"(?:^|[\s;&|(`\"])(" + "|".join(
+    f"(?P<l{i}>{x.program})" for i, x in enumerate(LAUNCHERS)) + "|" + _PYTHON + r")(?=\s|$)")
+_MODULE = re.compile("|".join(f"(?P<m{i}>{x.program})" for i, x in enumerate(MODULES)))
+#: an engine's name in an args dump -> the engine
+_ENGINE_WORDS = (("sglang", "sglang"), ("trtllm", "tensorrt-llm"), ("vllm", "vllm"),
+                 ("text-generation", "tgi"), ("lmdeploy", "lmdeploy"), ("llama-server", "llama.cpp"),
+                 ("llama-cli", "llama.cpp"), ("ollama", "ollama"))
+
+
+def launcher_of(m: re.Match[str]) -> Launcher | None:
+    """The launcher a :data:`LAUNCH` match names (None: a plain Python script or module)."""
+    for i, x in enumerate(LAUNCHERS):
+        if m.group(f"l{i}") is not None:
+            return x
+    mod = re.search(r"-m\s+([\w.]+)", m.group(1))
+    hit = _MODULE.match(mod.group(1)) if mod else None
+    if hit is None:
+        return None
+    return MODULES[int(next(k for k, v in hit.groupdict().items() if v is not None)[1:])]
 
 
 def norm(name: str) -> str:
@@ -300,84 +405,26 @@ def apply_pairs(facts: dict[str, Any], pairs: list[tuple[str, str | None]], serv
     return n
 
 
-def _world(facts: dict[str, Any], prog: str, pairs: dict[str, str | None]) -> None:
-    """World size and node count from the launcher's own flags."""
-    if prog in ("torchrun", "tune") or "torch.distributed" in prog:  # torchtune wraps torchrun
-        per = _count(pairs.get("nproc_per_node"))
-        nn_raw = pairs.get("nnodes")
-        nodes = _count(nn_raw) if nn_raw is not None else 1  # torchrun's default is one node
-        if nodes is not None:
-            set_fact(facts, "distributed.nnodes", nodes)
-        if per is not None and nodes is not None:
-            set_fact(facts, "distributed.world_size", per * nodes)
-    elif prog == "deepspeed":
-        per, nodes = _count(pairs.get("num_gpus")), _count(pairs.get("num_nodes"))
-        if per is not None and nodes is not None:
-            set_fact(facts, "distributed.world_size", per * nodes)
-    elif prog.startswith("accelerate"):
-        total = _count(pairs.get("num_processes"))
-        if total is not None:
-            set_fact(facts, "distributed.world_size", total)
-
-
-def _llama_cpp(facts: dict[str, Any], pairs: dict[str, str | None]) -> None:
-    """What llama.cpp's own flags state (see :data:`_LLAMA_CPP`)."""
-    for key, (path, conv) in _LLAMA_CPP.items():
-        if key in pairs and (value := conv(pairs[key])) is not None:
-            set_fact(facts, path, value)
-    model_name_facts(facts, pairs.get("m"))  # --model is read with every launch's keys
-    split = (pairs.get("sm") or pairs.get("split_mode") or "").strip("'\"").lower()
-    if split == "none":
-        set_fact(facts, "inference.gpus_per_replica", 1)
-    ngl = pairs.get("ngl") or pairs.get("n_gpu_layers") or pairs.get("gpu_layers")
-    if ngl is not None and ngl.strip("'\"") == "0":
-        set_fact(facts, "inference.gpu_model_share", 0.0)
-
-
-def _fastchat(facts: dict[str, Any], prog: str, pairs: dict[str, str | None]) -> None:
-    """FastChat's workers (fastchat/serve/vllm_worker.py, model_worker.py): ``--num-gpus N``
-    over 1 is vLLM's tensor parallelism in the vLLM worker (it sets tensor_parallel_size to
-    it), and a layer split of one copy of the model (a device map over N GPUs) in the
-    Transformers worker."""
-    n = _count(pairs.get("num_gpus"))
-    if n is None:
-        return
-    if prog.endswith("vllm_worker"):
-        if n > 1:
-            set_fact(facts, "inference.tensor_parallel_size", n)
-    else:
-        set_fact(facts, "inference.gpus_per_replica", n)
-
-
 def read_command(facts: dict[str, Any], command: str) -> bool:
     """Facts from one (joined) command line; False when it is not a launch command."""
     m = LAUNCH.search(command)
     if not m:
         return False
-    prog = re.sub(r"\s+", " ", m.group(1))
+    launcher = launcher_of(m)
+    serve = launcher is not None and launcher.serve
+    if launcher is not None and launcher.engine:
+        set_fact(facts, "inference.engine", launcher.engine)
     rest = command[m.start(1):]
-    serve = bool(_SERVE_PROGS.search(rest))
-    if serve:
-        for word, engine in _ENGINE:
-            if word in prog or word in rest[:120]:
-                set_fact(facts, "inference.engine", engine)
-                break
     toks = tokens_of(rest)
-    words = len(prog.split(" "))
+    words = len(re.sub(r"\s+", " ", m.group(1)).split(" "))
     pairs = cli_pairs(toks[words:] if serve else toks[1:])
     apply_pairs(facts, pairs, serve)
     # `vllm serve <model>`, `lmdeploy serve api_server <model>`, `ollama run <model>`: the
     # model comes first
     if serve and len(toks) > words and not toks[words].startswith("-"):
         model_name_facts(facts, toks[words])
-    if "llama-" in prog:
-        _llama_cpp(facts, dict(pairs))
-    if "fastchat.serve." in prog:
-        _fastchat(facts, prog, dict(pairs))
-    if prog.startswith("python") and "torch.distributed" not in prog:
-        _world(facts, "python", {})
-    else:
-        _world(facts, prog.split(" ")[-1] if "torch.distributed" in prog else prog.split(" ")[0], dict(pairs))
+    if launcher is not None and launcher.own is not None:
+        launcher.own(facts, dict(pairs))
     return True
 
 
@@ -424,7 +471,7 @@ def read_dump(facts: dict[str, Any], line: str) -> bool:
         low = line.lower()
         # the engine by its name, or by the option only it has (vLLM's gpu_memory_utilization,
         # SGLang's mem_fraction_static)
-        for word, engine in (("serverargs", "sglang"), ("llm engine", "vllm"), *_ENGINE,
+        for word, engine in (("serverargs", "sglang"), ("llm engine", "vllm"), *_ENGINE_WORDS,
                              ("mem_fraction_static", "sglang"), ("gpu_memory_utilization", "vllm")):
             if word in low:
                 set_fact(facts, "inference.engine", engine)

@@ -146,7 +146,35 @@ CASES = [
      {"distributed": {"ib_link_layer": "ethernet"}}),
     ("CA 'mlx5_0'\n\tPort 1:\n\t\tState: Active\n\t\tLink layer: InfiniBand",
      {"distributed": {"ib_link_layer": "infiniband"}}),
+    # trtllm-serve's options (TensorRT-LLM docs, "trtllm-serve"): --tp_size, --max_seq_len
+    ("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --tp_size 2 --max_seq_len 4096",
+     {"inference": {"engine": "tensorrt-llm", "tensor_parallel_size": 2, "max_model_len": 4096},
+      "training": {"model_params_billion": 8.0}}),
+    # SGLang's `sglang serve` entry point takes the launch_server flags
+    ("sglang serve --model-path Qwen/Qwen2.5-7B-Instruct --tp 2 --disable-radix-cache",
+     {"inference": {"engine": "sglang", "tensor_parallel_size": 2, "enable_prefix_caching": False}}),
+    # Aphrodite's OpenAI server module: vLLM's flags, its engine left unnamed
+    ("python -m aphrodite.endpoints.openai.api_server --model my-model -tp 2 --enforce-eager",
+     {"inference": {"tensor_parallel_size": 2, "enforce_eager": True, "engine": None}}),
+    # torchtune wraps torchrun: `tune run --nproc_per_node 4 <recipe>` (one node by default)
+    ("tune run --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora",
+     {"distributed": {"nnodes": 1, "world_size": 4}}),
+    # LLaMA-Factory's trainer CLI: a training job (its cutoff_len is the training length)
+    ("llamafactory-cli train --cutoff_len 4096 --per_device_train_batch_size 2 --bf16",
+     {"training": {"seq_len": 4096, "micro_batch_size": 2}, "numerics": {"dtype": "bf16"}}),
 ]
+
+
+def test_every_launcher_has_a_case() -> None:
+    # one row per program (kb.readers.args.LAUNCHERS / MODULES): each is read by a case above
+    from kb.readers import args
+
+    read = set()
+    for text, _ in CASES:
+        m = args.LAUNCH.search(text.replace("\\\n", " "))
+        if m and (launcher := args.launcher_of(m)) is not None:
+            read.add(launcher)
+    assert [x.program for x in args.LAUNCHERS + args.MODULES if x not in read] == []
 
 
 @pytest.mark.parametrize(("text", "want"), CASES)

@@ -327,6 +327,11 @@ def test_rays_memory_monitor(text: str, fires: bool) -> None:
      "gptq_marlin kernel.", False),
     ("INFO 05-01 10:00:00 fp8.py:52] Detected fp8 checkpoint. Please note that the format is experimental.",
      False),
+    # AutoGPTQ's qlinear_cuda.py at import, as a LangChain app logged it: the kernels did not load
+    ("INFO    - Loading gptq quantized models...\nWARNING - CUDA extension not installed.", True),
+    # near-misses: another project's extension, and an error that names the CUDA extension only
+    ("Warning: mlp_cuda extension not installed. Run: python setup.py install", False),
+    ("RuntimeError: CUDA extension not available", False),
 ])
 def test_slow_quantized_kernels(text: str, fires: bool) -> None:
     causes, facts = _scan(text)

@@ -535,3 +535,54 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
 ])
 def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
     assert next(iter(classify(text, KN_))) == branch
+
+
+@pytest.mark.parametrize(("text", "branch", "cause"), [
+    # a model's layers left on the CPU: the local runners' offload (llama.cpp's
+    # "offloaded N/M layers to GPU"), whatever the slowness word says
+    ("it only offloads 12/61 layers to GPU although the card has room, so it is much slower",
+     "inference", "inference.layers_on_cpu"),
+    ("most of the layers on the CPU, the rest on the GPU; very slow answers", "inference",
+     "inference.layers_on_cpu"),
+    # near-miss: DeepSpeed's optimizer offload in training stays a training question
+    ("training with deepspeed optimizer offloading to CPU is slower", "gpu_util", None),
+    # several cards compared with one in Chinese, words between
+    ("14b模型多卡推理速度比单卡推理速度慢了好几倍", "inference", "inference.split_small_model"),
+    # 静态图 (a static graph, Paddle's to_static / MindSpore's GRAPH_MODE) is a compiled graph
+    ("转成静态图以后快了很多，动态图为什么这么慢", "compile", None),
+])
+def test_offload_several_cards_and_static_graphs(kn, text: str, branch: str,
+                                                 cause: str | None) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.branches[:1] == [branch]
+    if cause:
+        assert rep.hypotheses[0].cause_id == cause
+
+
+@pytest.mark.parametrize(("text", "multi"), [
+    ("双卡训练比单卡还要慢", True),
+    ("4卡比单卡慢", True),
+    ("多GPU推理比单GPU推理慢", True),
+    # near-misses: several cards faster, one card slower, a comparison split by a clause
+    ("多卡比单卡快很多", False),
+    ("单卡比多卡慢", False),
+    ("多卡训练正常，比单卡快，但是推理慢", False),
+])
+def test_several_cards_slower_than_one_in_chinese(text: str, multi: bool) -> None:
+    from kb.symptom_text import _norm_text
+
+    assert ("多卡更慢" in _norm_text(text)) is multi
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    # a hang while compiling, with no collective named: compilation holds the job
+    ("on every start it hangs for several minutes; the process is at 100% CPU and torch "
+     "seems to be compiling something", "compile"),
+    ("with torch_xla on 8 GPUs the first epoch starts, then it hangs indefinitely", "compile"),
+    # near-misses: a collective, ranks or a timeout named beside the compile
+    ("with torch.compile the job hangs in all_reduce on rank 3", "nccl"),
+    ("after compiling, the ranks hang until the watchdog timeout", "nccl"),
+])
+def test_a_hang_while_compiling_is_the_compile(kn, text: str, first: str) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.branches[:1] == [first]
