@@ -43,7 +43,12 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 #: "uses just 20 % of the GPUs" (not "of the CPU"); it also reads "low utilization"
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
                         r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
-                        r"(?:[\w-]+\s+){0,3}?gpus?\b")
+                        r"(?:[\w-]+\s+){0,3}?gpus?\b"
+                        # the GPU as the subject: "the GPU (RTX 2080) is only being used approx
+                        # 30%", "my GPU is only used at 20%", "GPU only runs at 15%"
+                        r"|\bgpus?\b(?:\s*\([^)\n]{0,40}\))?\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:only|just)\s+"
+                        r"(?:being\s+)?(?:used|utili[sz]ed|running|runs|at|loaded)\s+(?:at\s+|to\s+)?"
+                        r"(?:about\s+|approx\.?\s+|approximately\s+|around\s+|~\s*)?\d{1,2}(?:\.\d+)?\s?%")
 #: the host CPU said to be idle or little used ("CPU utilization was not very high", "very low
 #: utilization on my CPUs", "a lot of CPU idle", "CPU 利用率很低"): it reads "cpu idle", so the
 #: CPU words in it ("cpu utilization") do not name a CPU-bound loop

@@ -550,9 +550,20 @@ def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) ->
     ("14b模型多卡推理速度比单卡推理速度慢了好几倍", "inference", "inference.split_small_model"),
     # 静态图 (a static graph, Paddle's to_static / MindSpore's GRAPH_MODE) is a compiled graph
     ("转成静态图以后快了很多，动态图为什么这么慢", "compile", None),
+    # host RAM used up, in words (Google Colab's crash notice), beside a "freeze"
+    ("saving the merged model freezes, then: Your session crashed after using all available RAM.",
+     "oom", "oom.host_ram_oom"),
+    ("the notebook ran out of RAM while loading the checkpoint", "oom", None),
+    # near-miss: the machine's RAM as setup
+    ("on a machine with 64GB RAM the training loop is slow", "gpu_util", None),
+    # torch.compile named beside slowness or low utilisation: the compile comes first
+    ("with compile=True generation is super slow and GPU utilization stays near zero", "compile", None),
+    ("after torch.compile the training is slower and GPU utilization is low", "compile", None),
+    # near-miss: the data loader named as what starves the GPU
+    ("torch.compile works, but the dataloader leaves GPU utilization low", "gpu_util", None),
 ])
-def test_offload_several_cards_and_static_graphs(kn, text: str, branch: str,
-                                                 cause: str | None) -> None:
+def test_offload_cards_static_graphs_host_ram_and_compiled_slowness(
+        kn, text: str, branch: str, cause: str | None) -> None:
     rep = kb.diagnose(symptom=text, knowledge=kn)
     assert rep.branches[:1] == [branch]
     if cause:
@@ -586,3 +597,20 @@ def test_several_cards_slower_than_one_in_chinese(text: str, multi: bool) -> Non
 def test_a_hang_while_compiling_is_the_compile(kn, text: str, first: str) -> None:
     rep = kb.diagnose(symptom=text, knowledge=kn)
     assert rep.branches[:1] == [first]
+
+
+@pytest.mark.parametrize(("text", "low"), [
+    # the GPU as the subject of a small share in use
+    ("the GPU (RTX 2080) is only being used approx 30% whilst one CPU core is maxed out", True),
+    ("my GPU is only used at 20% during training", True),
+    ("GPU only runs at 15%", True),
+    # near-misses: a high share, a percentage that is no share of the GPU in use
+    ("the GPU is used at 95%", False),
+    ("the GPU is only 2 years old and 50% faster", False),
+])
+def test_the_gpu_said_to_be_little_used(kn, text: str, low: bool) -> None:
+    from kb.symptom_text import _norm_text
+
+    assert ("low utilization" in _norm_text(text)) is low
+    if low:
+        assert next(iter(classify(text, kn))) == "gpu_util"
