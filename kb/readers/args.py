@@ -322,9 +322,7 @@ def launcher_of(m: re.Match[str]) -> Launcher | None:
             return x
     mod = re.search(r"-m\s+([\w.]+)", m.group(1))
     hit = _MODULE.match(mod.group(1)) if mod else None
-    if hit is None:
-        return None
-    return MODULES[int(next(k for k, v in hit.groupdict().items() if v is not None)[1:])]
+    return MODULES[int(hit.lastgroup[1:])] if hit and hit.lastgroup else None
 
 
 def norm(name: str) -> str:
