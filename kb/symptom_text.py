@@ -105,6 +105,13 @@ _EPOCH_TIME = re.compile(
 #: overall training"): it also reads "slowed down training"
 _SLOWING_TRAINING = re.compile(r"(?i)\bslow(?:s|ed|ing)?\s+down\s+(?:my|our|the|his|her|their|your)\s+"
                                r"(?:\w+\s+)?(?:training|train)\b")
+#: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
+#: host's "ram"
+_GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b")
+#: a focus adverb inside a phrase ("the model runs only on CPU", "it is just in fp16"): the
+#: phrase also reads without it ("runs on cpu"), as the vocabulary writes it
+_FOCUS = re.compile(r"(?i)\b([a-z]+)\s+(?:only|just|entirely|solely|exclusively|completely)\s+"
+                    r"((?:on|in|to|with|from|at)\s+(?:the\s+|a\s+|my\s+)?[\w.-]+)")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -171,10 +178,11 @@ def _norm_text(text: str) -> str:
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
     "内存占满", the loss falling to zero "loss becomes zero", several cards slower than one
-    "多卡更慢"."""
+    "多卡更慢", a phrase with a focus adverb inside it also without it; a GPU's RAM reads
+    "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
-    text = _VRAM_OVERFLOW.sub("显存溢出", text)
+    text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
@@ -196,6 +204,7 @@ def _norm_text(text: str) -> str:
         parts.append("time per iteration")
     if _SLOWING_TRAINING.search(text):
         parts.append("slowed down training")
+    parts += [f"{m.group(1)} {m.group(2)}" for m in _FOCUS.finditer(text)]
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 
@@ -677,6 +686,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
     alone = works_alone(text) if text else set()
+    # (what several nodes add is the network between them, a collective's branch; what several
+    # GPUs add may be memory on GPU 0, a collective or a DDP check)
+    compared_alone = {"works on one gpu only"} & {f"works on one {u} only" for u in alone}
     if alone:
         # "fine on a single node, hangs across two": the setup compared is the symptom; it reads
         # as the knowledge's words for it ("works on one node only")
@@ -714,8 +726,12 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # a cause once per distinct word of its own (two words name it more surely than one)
         extracted = {**extracted, "mentions": sorted(c for c, w in named_causes.items()
                                                      for _ in range(min(2, len(w))))}
-        # words that name a cause name its branch too
+        # words that name a cause name its branch too; not the GPUs compared ("works on one gpu
+        # only"), which name no one branch
         for cid, words in named_causes.items():
+            words = [w for w in words if w not in compared_alone]
+            if not words:
+                continue
             b = kn.causes[cid].branch
             branches.setdefault(b, [])
             branches[b] += [w for w in words if w not in branches[b]]

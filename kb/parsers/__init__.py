@@ -18,6 +18,7 @@ from kb.parsers import (
     gpustat,
     iostat,
     memory_stats,
+    nccl_tests,
     nvidia_smi,
     nvidia_smi_dmon,
     nvidia_smi_topo,
@@ -34,6 +35,7 @@ from kb.readers import incident  # the fallback for any other text; its sniff ne
 PARSERS: tuple[ModuleType, ...] = (
     facts_json,
     vllm_bench,
+    nccl_tests,
     memory_stats,
     nvidia_smi_dmon,
     nvidia_smi_topo,

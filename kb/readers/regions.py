@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb.parsers import (free, gpustat, iostat, memory_stats, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo, ps, py_spy,
-                        vllm_bench, vllm_metrics)
+from kb.parsers import (free, gpustat, iostat, memory_stats, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo,
+                        ps, py_spy, vllm_bench, vllm_metrics)
 from kb.parsers.base import strip_ansi
 
 #: lines one region may span (a table or a dump of a few hundred threads is far shorter)
@@ -105,6 +105,10 @@ def find_regions(raw: list[str]) -> list[Region]:
         got: Region | None = None
         if "Serving Benchmark Result" in s:
             got = Region(vllm_bench.NAME, i, _bench_end(lines, i))
+        elif nccl_tests.is_start(s):
+            # NCCL INFO lines between its parts (NCCL_DEBUG=INFO) end a region: they are log
+            end = _extent(lines, i, nccl_tests.is_line, blank_ok=2)
+            got = Region(nccl_tests.NAME, i, end)
         elif _boxed(st):
             end = _extent(lines, i, lambda x: _boxed(x.strip()) or "NVIDIA-SMI" in x)
             for parser in (memory_stats, nvidia_smi):

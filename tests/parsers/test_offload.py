@@ -64,6 +64,8 @@ def test_a_model_wholly_on_the_gpu_is_no_evidence() -> None:
     rep = kb.diagnose(inputs=[ps], symptom="generation is slow")
     assert "inference.layers_on_cpu" not in [f.cause_id for f in rep.findings]
     assert (rep.findings + rep.hypotheses)[0].cause_id != "inference.layers_on_cpu"
+    # every weight on the GPU: none in host memory either, so the cause is ruled out
+    assert "inference.layers_on_cpu" in [r.cause_id for r in rep.ruled_out]
 
 
 @pytest.mark.parametrize(("line", "want"), [

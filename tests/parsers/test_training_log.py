@@ -427,6 +427,18 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
     # the runtime API's code (cudaErrorMemoryAllocation = 2) as XLA's stream executor prints it
     ("E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:413] There was an error before creating cudnn "
      "handle (2): cudaErrorMemoryAllocation : out of memory", True),
+    # tiny-cuda-nn include/tiny-cuda-nn/common.h CUDA_CHECK_THROW, rethrown by gpu_memory.h resize()
+    ("13:54:28 ERROR    Uncaught exception: Could not allocate memory: CUDA Error: cudaMalloc(&rawptr, "
+     "n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", True),
+    ("Could not allocate memory: CUDA Error: cudaMalloc(&rawptr, n_bytes) failed with error invalid argument",
+     False),
+    # the CUDA libraries' allocation statuses (curand.h, cusolver_common.h, cufft.h), as CuPy and
+    # PyTorch raise them
+    ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_ALLOCATION_FAILED", True),
+    ("RuntimeError: cusolver error: CUSOLVER_STATUS_ALLOC_FAILED, when calling `cusolverDnCreate(handle)`",
+     True),
+    ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", True),
+    ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_LAUNCH_FAILURE", False),
     # near-misses: pinned host memory, and another runtime error of the same call
     ("cudaMallocHost failed: out of memory", False),
     ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),

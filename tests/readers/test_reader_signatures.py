@@ -538,3 +538,19 @@ def test_lightnings_few_workers_warning(line: str, fires: bool) -> None:
     m = Matcher()
     m.scan(line)
     assert ("gpu_util.dataloader_workers" in [h.cause for h in m.found()]) is fires
+
+
+@pytest.mark.parametrize(("text", "fires"), [
+    # icefall's scan_pessimistic_batches_for_oom (egs/*/ASR/*/train.py): the batch lhotse's
+    # find_pessimistic_batches chose for its longest single utterance ran out of memory
+    ("2024-12-19 16:58:57,481 ERROR [train.py:1345] Your GPU ran out of memory with the current "
+     "max_duration setting. We recommend decreasing max_duration and trying again.\n"
+     "Failing criterion: single_longest_cut (=162.26) ...", True),
+    ("Failing criterion: single_longest_supervision (=95.3) ...", True),
+    # near-misses: the batch was too large as a whole, by total duration or by count
+    ("Failing criterion: largest_batch_cuts_duration (=1200.0) ...", False),
+    ("Failing criterion: max_num_cuts (=512) ...", False),
+])
+def test_icefalls_longest_utterance_scan(text: str, fires: bool) -> None:
+    causes, _ = _scan(text)
+    assert ("oom.long_input_at_step" in causes) is fires

@@ -427,6 +427,13 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "numerics", None),
     # host RAM that keeps growing: the RAM stick, not the GPU's memory
     ("随着训练内存占用越来越大，是我64G内存条不够用嘛", "oom", "oom.host_ram_oom"),
+    ("as training went on System Memory Utilization skyrocketed until ray reported out of memory",
+     "oom", "oom.host_ram_oom"),
+    # a focus adverb inside the phrase ("runs only on CPU" reads "runs on cpu")
+    ("inference with onnxruntime: the model runs only on CPU", "inference", "inference.layers_on_cpu"),
+    ("the inference runs entirely on the CPU", "inference", "inference.layers_on_cpu"),
+    # model FLOPs per GPU as Megatron prints them: the training is slow, whatever model it trains
+    ("Training Mixtral 8x7B on 16 x H100 only achieves 130 TFLOPS", "gpu_util", None),
 ])
 def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
     from kb.symptom_text import name_causes
@@ -614,3 +621,48 @@ def test_the_gpu_said_to_be_little_used(kn, text: str, low: bool) -> None:
     assert ("low utilization" in _norm_text(text)) is low
     if low:
         assert next(iter(classify(text, kn))) == "gpu_util"
+
+
+@pytest.mark.parametrize(("text", "oom"), [
+    # one GPU fine, several failing: the comparison alone names no branch (memory on GPU 0, a
+    # collective or a DDP check may be what several GPUs add)
+    ("when using 4 GPUs for training: RuntimeError: Model replicas must have an equal number of "
+     "parameters. (1 gpu is OK)", False),
+    # near-miss: the same comparison beside an OOM ranks GPU 0's extra ranks
+    ("works fine with a single GPU, but with 4 GPUs it runs out of memory", True),
+])
+def test_one_gpu_working_alone_names_no_branch(kn, text: str, oom: bool) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert ("oom" in rep.branches) is oom
+    if oom:
+        assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
+
+
+@pytest.mark.parametrize(("text", "reads"), [
+    ("the model runs only on CPU", "runs on cpu"),
+    ("it is just in fp16 that the loss goes nan", "is in fp16"),
+    # near-misses: the adverb before no phrase of place or manner, and no adverb at all
+    ("it runs only 2 steps per second", None),
+    ("only on CPU", None),
+])
+def test_a_focus_adverb_inside_a_phrase_is_read_without_it(text: str, reads: str | None) -> None:
+    from kb.symptom_text import _norm_text
+
+    low = _norm_text(text)
+    if reads:
+        assert reads in low.split(" \n ", 1)[1]
+    else:
+        assert " \n " not in low
+
+
+@pytest.mark.parametrize(("text", "host_ram"), [
+    # a GPU's RAM is its memory, not the host's
+    ("how much GPU RAM is needed? It looks like I ran out of memory on a 48gb L40", False),
+    ("the model is larger than a single GPU's ram", False),
+    # near-miss: the host's RAM, named as such
+    ("the process was killed when the RAM filled up while loading the checkpoint", True),
+])
+def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
+    from kb.symptom_text import name_causes
+
+    assert ("oom.host_ram_oom" in name_causes(text, kn)) is host_ram

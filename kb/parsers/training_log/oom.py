@@ -43,6 +43,10 @@ _OOM_OLD = re.compile(
 #: is only in the failure, not in the "not a failure" warning)
 _OOM_BARE = re.compile(
     r"CUDA error: out of memory|cuda runtime error \(2\) : out of memory|(?:CUBLAS|CUDNN)_STATUS_ALLOC_FAILED"
+    # the other CUDA libraries' own "memory allocation failed" statuses, as their headers name
+    # them (curand.h CURAND_STATUS_ALLOCATION_FAILED = 102, cusolver_common.h / cusparse.h
+    # *_STATUS_ALLOC_FAILED = 3, cufft.h CUFFT_ALLOC_FAILED = 2): CuPy and PyTorch print the name
+    r"|(?:CUSOLVER|CUSPARSE)_STATUS_ALLOC_FAILED|CURAND_STATUS_ALLOCATION_FAILED|CUFFT_ALLOC_FAILED"
     r"|Cuda failure 'out of memory'|(?:CUDA|HIP|XPU) out of memory|MPS backend out of memory"
     r"|OOM when allocating tensor (?:with|of) shape|[Rr]an out of memory trying to allocate .*See logs for memory state"
     r"|ran out of memory trying to allocate \S+ \(rounded to \d+\)"
@@ -53,6 +57,10 @@ _OOM_BARE = re.compile(
     # ("CUDA runtime error in ::cudaMallocAsync(ptr, n, ...): out of memory"); cudaMallocHost
     # (pinned host memory) is not the device's
     r"|cudaMalloc(?:Async|Managed|Pitch|3D)?(?:\(.{0,160}?\))?(?: failed)?: out of memory"
+    # tiny-cuda-nn's CUDA_CHECK_THROW (include/tiny-cuda-nn/common.h: "<call> failed with error "
+    # + cudaGetErrorString), as GPUMemory::resize (gpu_memory.h) rethrows it: "Could not allocate
+    # memory: ... cudaMalloc(&rawptr, n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory"
+    r"|cudaMalloc(?:Async|Managed|Pitch|3D)?\(.{0,160}?\) failed with error out of memory"
     # the driver API's own code (cuda.h), as TensorFlow's stream executor, cudarc/candle and
     # Numba print it: "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")"
     r"|CUDA_ERROR_OUT_OF_MEMORY"

@@ -125,6 +125,7 @@ class LogScanner:
             return
         low = line.lower()
         if "oom" in fams and ("out of memory" in low or "alloc_failed" in low
+                              or "allocation_failed" in low  # cuRAND's status
                               or "oom when allocating" in low or "bfc_allocator.cc" in low
                               or "freememory:" in low):
             oom.oom(self, line)
@@ -235,6 +236,9 @@ class LogScanner:
         if len(self.model_devices) >= 2:
             # weights on 2+ GPUs: llama.cpp split the model layer-wise over them
             self.inference["gpus_per_replica"] = len(self.model_devices)
+        if self.inference.get("gpu_model_share") == 1.0:
+            # the runner placed every weight on the GPU: none is kept in host memory either
+            self.inference.setdefault("cpu_offload_gb", 0.0)
         if self.inference:
             f["inference"] = self.inference
         if self.oom_count > 1:

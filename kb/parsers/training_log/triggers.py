@@ -16,6 +16,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Error: cuda runtime error",
         # a CUDA allocation call that failed, as llama.cpp/ggml, MXNet and TensorRT-LLM report it
         "cudaMalloc", "cudaErrorMemoryAllocation",
+        # the CUDA libraries' allocation statuses (cuRAND, cuSOLVER, cuSPARSE, cuFFT)
+        "_STATUS_ALLOC", "CURAND_STATUS_ALLOCATION", "CUFFT_ALLOC",
         # TensorFlow ("ResourceExhaustedError: OOM when allocating", "Resource exhausted: ...",
         # TF 1.x "Ran out of memory trying to allocate", TF 2.x "Allocator (GPU_0_bfc) ran out
         # of memory trying to allocate"), XLA/JAX ("RESOURCE_EXHAUSTED: Out of
