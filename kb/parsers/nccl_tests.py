@@ -32,11 +32,11 @@ from kb.parsers.base import ParseResult, set_fact, strip_ansi, to_float
 NAME = "nccl_tests"
 
 _PARAMS = re.compile(r"^#\s*nThread\s+\d+\s+nGpus\s+\d+\s+minBytes\s+\d+\s+maxBytes\s+\d+")
-_DEVICE = re.compile(r"^#\s+Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+(\d+)\s+on\s+(\S*)\s+device\s+\d+\s+"
+_DEVICE = re.compile(r"^#\s+Rank\s+(\d{1,9})(?:\s+Group\s+\d+)?\s+Pid\s+(\d{1,12})\s+on\s+(\S*)\s+device\s+\d+\s+"
                      r"\[[^\]]*\]\s+(\S.*?)\s*$")
 _HEADER = re.compile(r"^#\s+size\s+count\s+type\s.*\bbusbw\b")
 _UNITS = re.compile(r"^#\s+\(B\)\s+\(elements\)")
-_ROW = re.compile(r"^\s*\d+\s+\d+\s+[a-z]\w*\s")
+_ROW = re.compile(r"^\s*\d{1,20}\s+\d{1,20}\s+[a-z]\w*\s")  # a size and a count, then the type
 _AVG = re.compile(r"^#?\s*Avg bus bandwidth\s*:")
 _OUT_OF_BOUNDS = re.compile(r"^#?\s*Out of bounds values\s*:")
 #: the banner newer releases print first ("# nccl-tests version 2.17.8", "# Collective test

@@ -85,6 +85,15 @@ def test_small_messages_and_the_average_are_no_bandwidth() -> None:
     assert "bus_bandwidth_gbps" not in nccl_tests.parse(text.splitlines(), "t").facts.get("distributed", {})
 
 
+def test_a_damaged_row_is_no_row() -> None:
+    # a "size" too long to be one (a paste run together) is skipped, not read and not raised on
+    text = ("#       size         count      type   redop    root     time   algbw   busbw #wrong\n"
+            + "9" * 5000 + "  2  float  sum  -1  1.0  1.0  99.0  0\n")
+    assert nccl_tests.parse_output(text.splitlines(), "t").facts == {}
+    line = "#  Rank " + "1" * 5000 + " Group  0 Pid  11155 on gpuserver2 device  0 [0x02] Tesla V100"
+    assert nccl_tests.parse_output([line], "t").facts == {}
+
+
 def test_processes_of_unnamed_hosts_tell_no_node_count() -> None:
     # one process per GPU with the names left out: they may be on one host or on several
     text = ("#  Rank  0 Group  0 Pid  47689 on        device  0 [0x07] NVIDIA A100-SXM4-80GB\n"
