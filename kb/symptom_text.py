@@ -688,7 +688,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     alone = works_alone(text) if text else set()
     # (what several nodes add is the network between them, a collective's branch; what several
     # GPUs add may be memory on GPU 0, a collective or a DDP check)
-    compared_alone = {"works on one gpu only"} & {f"works on one {u} only" for u in alone}
+    compared_alone = {"works on one gpu only"} if "gpu" in alone else set()
     if alone:
         # "fine on a single node, hangs across two": the setup compared is the symptom; it reads
         # as the knowledge's words for it ("works on one node only")

@@ -57,9 +57,10 @@ def is_line(line: str) -> bool:
 
 def is_start(line: str) -> bool:
     """A line only nccl-tests prints, where its output (or a part of it) begins."""
+    if line[:1] != "#":  # every line of a paste passes here: the cheap test first
+        return False
     s = line.rstrip()
-    return s[:1] == "#" and bool(_BANNER.match(s) or _PARAMS.match(s) or _DEVICE.match(s)
-                                 or _HEADER.match(s))
+    return bool(_BANNER.match(s) or _PARAMS.match(s) or _DEVICE.match(s) or _HEADER.match(s))
 
 
 def sniff(head: str) -> bool:
