@@ -422,6 +422,15 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("运行速度特别慢，平均只有1.3 token/秒", "inference", None),
     # several nodes slower than one: a comparison of setups is the symptom, not the setup
     ("two nodes train 8 times slower than on a single node with 8 GPUs", "nccl", None),
+    # memory that overflows is the card's memory running out (显存溢出), not a number's range
+    ("memory overflow on an A800 GPU with 80GB during the backpropagation step", "oom", None),
+    ("Error about running out of CUDA's memory always occurs with resnet", "oom", None),
+    # near-miss: a value's overflow in fp16
+    ("the fp16 activations overflow and the loss turns nan", "numerics", None),
+    # training that never settles (不收敛), in English
+    ("the 3d model does not converge, the dice stays at 0 after 10 epochs", "numerics", None),
+    # near-miss: a loss that converges, slowly, is a speed question
+    ("the loss converges but every epoch is very slow", "gpu_util", None),
     # the loss climbing instead of falling
     ("after 5000 iterations the loss rapidly increases and the output is only noise",
      "numerics", None),
@@ -450,6 +459,15 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("saving the merged model freezes, then: Your session crashed after using all available RAM.",
      "oom", "oom.host_ram_oom"),
     ("the notebook ran out of RAM while loading the checkpoint", "oom", None),
+    ("the session crashed: RAM is full while merging the weights", "oom", "oom.host_ram_oom"),
+    # a process that dies without a word: the kernel's OOM killer sends SIGKILL, which prints
+    # nothing in the process itself
+    ("single_cls training dies quietly during the first epoch", "oom", "oom.host_ram_oom"),
+    # Triton Inference Server, as people call it
+    ("the yolov5 model is very slow in Triton server even with multiple instances", "inference",
+     None),
+    # near-miss: OpenAI Triton, the kernel language, is no server
+    ("my custom triton kernel is very slow", "gpu_util", None),
     # near-miss: the machine's RAM as setup
     ("on a machine with 64GB RAM the training loop is slow", "gpu_util", None),
     # torch.compile named beside slowness or low utilisation: the compile comes first
@@ -466,6 +484,16 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
     if cause:
         assert cause in name_causes(text, kn)
         assert rep.hypotheses[0].cause_id == cause
+
+
+@pytest.mark.parametrize("text", [
+    # the GPU's memory (显存), not the host's (内存)
+    "训练 13B 模型，显存占用特别高",
+    "显存占用越来越大",
+])
+def test_gpu_memory_words_do_not_lead_with_host_ram(kn, text: str) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.branches[:1] == ["oom"] and rep.hypotheses[0].cause_id != "oom.host_ram_oom"
 
 
 @pytest.mark.parametrize("text", [
