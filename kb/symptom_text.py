@@ -673,7 +673,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     text = facts.symptom_text or ""
     # the setup's sizes ("48GB of VRAM", "two nodes") are facts (extract reads them); their
     # words name no branch or cause
-    from kb.prose_sizes import setup_spans, works_alone
+    from kb.prose_sizes import how_long_stated, setup_spans, works_alone
 
     plain = text
     # "多卡推理比单卡慢": both cards' counts are the comparison, as "than" is in English
@@ -693,6 +693,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # "fine on a single node, hangs across two": the setup compared is the symptom; it reads
         # as the knowledge's words for it ("works on one node only")
         plain += " \n " + " ; ".join(f"works on one {u} only" for u in sorted(alone))
+    if text and how_long_stated(text):
+        # "it takes around 400 seconds": a duration reported is one found too long, slowness
+        # in its weakest words (it names a branch only when nothing else does)
+        plain += " \n takes too long"
     branches = classify(plain, kn) if text else {}
     stated = flatten(facts.model_dump(mode="python", exclude_defaults=True))
     entered, in_context = _branches_meeting(stated, kn)

@@ -284,3 +284,39 @@ def test_a_small_model_split_over_eight_gpus_is_named() -> None:
     assert any(w.startswith("derived: inference.unsplit_weights_fraction = 0.37") for w in rep.warnings)
     first = (rep.findings + rep.hypotheses)[0]
     assert first.cause_id == "inference.split_small_model"
+
+
+@pytest.mark.parametrize(("text", "stated"), [
+    ("with multiple gpus it takes around 400 seconds for my dataset", True),
+    ("This code takes more than 15 seconds to run, while numpy is instantaneous", True),
+    ("1 epoch almost takes half an hour", True),
+    ("Generation time: 20 minute", True),
+    ("问了模型你好，返回日志用时为16s", True),
+    ("已经运行了5分钟,一条数据也没有跑出来", True),
+    # near-misses: a count of steps or items, a size, a time of day, a wish
+    ("the loss takes 300 steps to go down", False),
+    ("it takes 24GB of memory", False),
+    ("at 5 pm the job died", False),
+    ("it should take less time", False),
+])
+def test_how_long_stated(text: str, stated: bool) -> None:
+    from kb.prose_sizes import how_long_stated
+
+    assert how_long_stated(text) is stated
+
+
+def test_a_duration_alone_reads_as_slowness_and_yields_to_other_words() -> None:
+    # a reported time is a time found too long: the training loop's branch, in its weakest words
+    rep = kb.diagnose(symptom="with 7 GPUs one epoch takes 350 secs, with 1 GPU 300 secs")
+    assert rep.branches[:1] == ["gpu_util"]
+    # any other branch's word decides: a hang, a NaN
+    assert kb.diagnose(symptom="the job hangs after it takes 5 minutes to load").branches[:1] == ["nccl"]
+    assert kb.diagnose(symptom="the loss is nan after it takes 2 hours").branches[:1] == ["numerics"]
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=200, deadline=None)
+def test_how_long_stated_never_raises(text: str) -> None:
+    from kb.prose_sizes import how_long_stated
+
+    assert how_long_stated(text) in (True, False)
