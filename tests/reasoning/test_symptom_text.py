@@ -434,6 +434,9 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # the loss climbing instead of falling
     ("after 5000 iterations the loss rapidly increases and the output is only noise",
      "numerics", None),
+    # the GPU's memory that keeps growing, not given back: tensors kept alive across steps
+    ("跑下面这段代码时，显存不断增加，感觉没有释放", "oom", "oom.tensors_not_released"),
+    ("显存越来越大，最后 OOM", "oom", "oom.tensors_not_released"),
     # host RAM that keeps growing: the RAM stick, not the GPU's memory
     ("随着训练内存占用越来越大，是我64G内存条不够用嘛", "oom", "oom.host_ram_oom"),
     ("as training went on System Memory Utilization skyrocketed until ray reported out of memory",
