@@ -425,6 +425,8 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # memory that overflows is the card's memory running out (显存溢出), not a number's range
     ("memory overflow on an A800 GPU with 80GB during the backpropagation step", "oom", None),
     ("Error about running out of CUDA's memory always occurs with resnet", "oom", None),
+    ("Using enable_vae_tiling causes an overflow of memory; without it everything is normal", "oom",
+     None),
     # near-miss: a value's overflow in fp16
     ("the fp16 activations overflow and the loss turns nan", "numerics", None),
     # training that never settles (不收敛), in English
