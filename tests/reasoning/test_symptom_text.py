@@ -465,6 +465,15 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "oom", "oom.host_ram_oom"),
     ("the notebook ran out of RAM while loading the checkpoint", "oom", None),
     ("the session crashed: RAM is full while merging the weights", "oom", "oom.host_ram_oom"),
+    # which memory ran out, said: the host's (the OOM killer, "CPU memory", "no cuda memory")
+    # ranks host RAM above the card's causes that other words also fit
+    ("loading the checkpoint on 6 GPUs causes my 256GB CPU memory OOM", "oom", "oom.host_ram_oom"),
+    ("the measurement pass ultimately bombs with Killed, although the model loads and runs", "oom",
+     "oom.host_ram_oom"),
+    ("during evaluation the memory (no cuda memory) keeps increasing and the program is killed",
+     "oom", "oom.host_ram_oom"),
+    # near-miss: the card's memory growing
+    ("the CUDA memory keeps increasing every step until OOM", "oom", "oom.tensors_not_released"),
     # a process that dies without a word: the kernel's OOM killer sends SIGKILL, which prints
     # nothing in the process itself
     ("single_cls training dies quietly during the first epoch", "oom", "oom.host_ram_oom"),
