@@ -193,15 +193,17 @@ def works_alone(text: str) -> set[str]:
     return out
 
 
-# "it takes around 400 seconds", "1 epoch almost takes half an hour", "Generation time: 20
-# minute", "用时16s", "耗时 5 分钟": how long something took, stated as a number
+# "it takes around 400 seconds", "1 epoch almost takes half an hour", "training time: 20
+# minutes", "用时16s", "耗时 5 分钟": how long something took, stated as a number
 _UNIT = r"(?:ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?)"
 _HOW_LONG = (
     re.compile(r"(?<![\w-])(?:takes?|took|taking|spends?|spent|costs?|lasts?|lasted)\s+(?:(?:about|around|"
                r"almost|nearly|over|more\s+than|up\s+to|roughly|approximately|~)\s*)?(?:\d+(?:[.,]\d+)?"
                r"(?:\s*-\s*\d+(?:[.,]\d+)?)?\s*" + _UNIT + r"|half\s+an?\s+(?:hour|day)|an?\s+(?:hour|day))"
                r"(?![\w-])", re.I),
-    re.compile(r"(?<![\w-])(?:generation|inference|training|processing|run(?:ning)?|response|epoch|step)\s+"
+    # (a loop's time, not a generation's or a response's: those are a server's, and their own
+    # words name serving)
+    re.compile(r"(?<![\w-])(?:training|processing|run(?:ning)?|epoch|step)\s+"
                r"times?\s*(?:is|was|:|=|of)?\s*(?:about|around|~)?\s*\d+(?:[.,]\d+)?\s*" + _UNIT + r"(?![\w-])",
                re.I),
     re.compile(r"(?:用时|耗时|花了|需要|要跑|跑了|运行了)\s*(?:为|是|了)?\s*(?:大约|约|将近|超过)?\s*\d+(?:\.\d+)?\s*"

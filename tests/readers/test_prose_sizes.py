@@ -290,7 +290,7 @@ def test_a_small_model_split_over_eight_gpus_is_named() -> None:
     ("with multiple gpus it takes around 400 seconds for my dataset", True),
     ("This code takes more than 15 seconds to run, while numpy is instantaneous", True),
     ("1 epoch almost takes half an hour", True),
-    ("Generation time: 20 minute", True),
+    ("Training time: 20 minute", True),
     ("问了模型你好，返回日志用时为16s", True),
     ("已经运行了5分钟,一条数据也没有跑出来", True),
     # near-misses: a count of steps or items, a size, a time of day, a wish
@@ -298,6 +298,8 @@ def test_a_small_model_split_over_eight_gpus_is_named() -> None:
     ("it takes 24GB of memory", False),
     ("at 5 pm the job died", False),
     ("it should take less time", False),
+    # a generation's or a response's time is a server's, left to its own words
+    ("Generation time: 20 minute", False),
 ])
 def test_how_long_stated(text: str, stated: bool) -> None:
     from kb.prose_sizes import how_long_stated
