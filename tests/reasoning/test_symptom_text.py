@@ -389,6 +389,23 @@ def test_a_learning_rate_said_not_to_help_does_not_lead() -> None:
     assert rep.hypotheses[0].cause_id == "numerics.lr_too_high"
 
 
+@pytest.mark.parametrize(("text", "failed"), [
+    # a remedy tried and the error still there: what it names is not the problem
+    ("I ran out of GPU memory. I have also tried to decrease batchsize_eval but still get this "
+     "error", True),
+    ("out of memory at the first step; I tried lowering the batch size to no avail", True),
+    # near-miss: the same setting changed, nothing said of its failing
+    ("I ran out of GPU memory. I have also decreased batchsize_eval", False),
+])
+def test_a_remedy_that_still_fails_is_no_evidence(kn, text: str, failed: bool) -> None:
+    from kb.symptom_text import without_failed_remedies
+
+    assert ("batch" not in without_failed_remedies(text)) is failed
+    if "batchsize_eval" in text:
+        rep = kb.diagnose(symptom=text, knowledge=kn)
+        assert (rep.hypotheses[0].cause_id != "oom.eval_no_grad") is failed
+
+
 @pytest.mark.parametrize(("text", "cause"), [
     # a cause's own words name its branch when no branch word does
     ("CPU utilization reaches 100% but the GPU stays low", "gpu_util.cpu_bound"),
@@ -482,6 +499,24 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      None),
     # near-miss: OpenAI Triton, the kernel language, is no server
     ("my custom triton kernel is very slow", "gpu_util", None),
+    # a serving engine named beside the memory it takes, and no word of speed: memory is the
+    # problem (vLLM reserves gpu_memory_utilization of the card at start)
+    ("with vllm on a single T4 the memory cost exceeded 11GB, the HF model takes 1GB", "oom", None),
+    ("vllm 部署后显存占用太高", "oom", None),
+    # near-misses: the same engine said to be slow, or layers kept off the card to fit memory
+    ("vllm memory usage is fine but the throughput is low", "inference", None),
+    ("I offloaded only one layer to the GPU to avoid out of memory with llama.cpp; eval time is "
+     "500 ms per token", "inference", None),
+    # host RAM blown while loading, said in Chinese with the English verb
+    ("模型加载的时候直接爆内存了，子进程都被kill了", "oom", "oom.host_ram_oom"),
+    # a trained model put to work (speech to text, images from a prompt) and found slow: the
+    # serving side's branch, whatever its utilisation words
+    ("transcribing a 27 minute audio with whisper takes 62 minutes and the GPU is mostly idle",
+     "inference", None),
+    ("generating images in ComfyUI is extremely slow, GPU utilization is 5%", "inference", None),
+    # near-misses: the same model being trained, and JAX tracing a slow loop
+    ("training whisper is slow and the GPU utilization is low", "gpu_util", None),
+    ("the inference with JAX is very slow and the GPU util is 0% most of the time", "compile", None),
     # near-miss: the machine's RAM as setup
     ("on a machine with 64GB RAM the training loop is slow", "gpu_util", None),
     # torch.compile named beside slowness or low utilisation: the compile comes first
