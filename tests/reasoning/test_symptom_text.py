@@ -509,6 +509,13 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "500 ms per token", "inference", None),
     # host RAM blown while loading, said in Chinese with the English verb
     ("模型加载的时候直接爆内存了，子进程都被kill了", "oom", "oom.host_ram_oom"),
+    # 内存 is the host's RAM (显存 the card's): its overflow is host RAM's
+    ("eval时内存溢出，执行已被中止", "oom", "oom.host_ram_oom"),
+    ("4 GPUs in one process: only one GPU is busy at a time while training", "gpu_util",
+     "gpu_util.dataparallel_single_process"),
+    # one process holding the model across the cards runs them one after another
+    ("请问为何无法多卡并行训练？四张卡同一时间只有一张卡有利用率", "gpu_util",
+     "gpu_util.dataparallel_single_process"),
     # a trained model put to work (speech to text, images from a prompt) and found slow: the
     # serving side's branch, whatever its utilisation words
     ("transcribing a 27 minute audio with whisper takes 62 minutes and the GPU is mostly idle",
@@ -539,6 +546,7 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
     # the GPU's memory (显存), not the host's (内存)
     "训练 13B 模型，显存占用特别高",
     "显存占用越来越大",
+    "32g显存直接溢出了",
 ])
 def test_gpu_memory_words_do_not_lead_with_host_ram(kn, text: str) -> None:
     rep = kb.diagnose(symptom=text, knowledge=kn)
