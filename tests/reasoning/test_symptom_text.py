@@ -509,6 +509,12 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
      "500 ms per token", "inference", None),
     # host RAM blown while loading, said in Chinese with the English verb
     ("模型加载的时候直接爆内存了，子进程都被kill了", "oom", "oom.host_ram_oom"),
+    # batches capped by total duration, clips never cut: one batch far longer than the rest
+    ("with max-duration = 50 the OOM occurs after some batches of training", "oom",
+     "oom.long_input_at_step"),
+    ("训练gpt时中途爆显存，音频未切分，最长38s", "oom", "oom.long_input_at_step"),
+    # near-miss: the same setting named where the job is slow, not out of memory
+    ("with max-duration = 50 the training is slow and GPU utilization is low", "gpu_util", None),
     # 内存 is the host's RAM (显存 the card's): its overflow is host RAM's
     ("eval时内存溢出，执行已被中止", "oom", "oom.host_ram_oom"),
     ("4 GPUs in one process: only one GPU is busy at a time while training", "gpu_util",
