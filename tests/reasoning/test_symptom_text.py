@@ -515,6 +515,12 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("训练gpt时中途爆显存，音频未切分，最长38s", "oom", "oom.long_input_at_step"),
     # near-miss: the same setting named where the job is slow, not out of memory
     ("with max-duration = 50 the training is slow and GPU utilization is low", "gpu_util", None),
+    # the data read over a network mount (Colab's Google Drive, a bucket)
+    ("on colab the dataset on google drive makes each epoch take 4 hours, GPU utilization is low",
+     "gpu_util", "gpu_util.network_storage_bound"),
+    # near-miss: the same slowness with the data on a local disk
+    ("each epoch takes 4 hours reading from the local hdd, GPU utilization is low", "gpu_util",
+     "gpu_util.dataloader_bound"),
     # 内存 is the host's RAM (显存 the card's): its overflow is host RAM's
     ("eval时内存溢出，执行已被中止", "oom", "oom.host_ram_oom"),
     ("4 GPUs in one process: only one GPU is busy at a time while training", "gpu_util",
