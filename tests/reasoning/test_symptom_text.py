@@ -515,6 +515,10 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("训练gpt时中途爆显存，音频未切分，最长38s", "oom", "oom.long_input_at_step"),
     # near-miss: the same setting named where the job is slow, not out of memory
     ("with max-duration = 50 the training is slow and GPU utilization is low", "gpu_util", None),
+    # the cards' communication failing, in plain words
+    ("4090 x 4, using one GPU works ... GPUs communication err", "nccl", None),
+    # near-miss: the same words said to be fine
+    ("GPU communication is fine, but the loss becomes NaN after 100 steps", "numerics", None),
     # the data read over a network mount (Colab's Google Drive, a bucket)
     ("on colab the dataset on google drive makes each epoch take 4 hours, GPU utilization is low",
      "gpu_util", "gpu_util.network_storage_bound"),
