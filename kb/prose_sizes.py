@@ -206,6 +206,10 @@ _HOW_LONG = (
     re.compile(r"(?<![\w-])(?:training|processing|run(?:ning)?|epoch|step)\s+"
                r"times?\s*(?:is|was|:|=|of)?\s*(?:about|around|~)?\s*\d+(?:[.,]\d+)?\s*" + _UNIT + r"(?![\w-])",
                re.I),
+    # "the training went on for 12 hours", "it has been running for 3 days"
+    re.compile(r"(?<![\w-])(?:went\s+on|ran|run(?:ning)?|trained|training|been\s+running)\s+for\s+"
+               r"(?:about|around|almost|nearly|over|more\s+than|~)?\s*\d+(?:[.,]\d+)?\s*"
+               r"(?:h|hrs?|hours?|days?)(?![\w-])", re.I),
     re.compile(r"(?:用时|耗时|花了|需要|要跑|跑了|运行了)\s*(?:为|是|了)?\s*(?:大约|约|将近|超过)?\s*\d+(?:\.\d+)?\s*"
                r"(?:秒|分钟|分|小时|天|s|min|h)(?![A-Za-z])"),
 )

@@ -293,6 +293,10 @@ def test_a_small_model_split_over_eight_gpus_is_named() -> None:
     ("Training time: 20 minute", True),
     ("问了模型你好，返回日志用时为16s", True),
     ("已经运行了5分钟,一条数据也没有跑出来", True),
+    ("the training went on for 12 hours but still didn't stop", True),
+    ("it has been running for 3 days", True),
+    # near-miss: epochs counted, not time
+    ("I trained for 100 epochs", False),
     # near-misses: a count of steps or items, a size, a time of day, a wish
     ("the loss takes 300 steps to go down", False),
     ("it takes 24GB of memory", False),

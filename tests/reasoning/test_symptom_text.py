@@ -515,6 +515,19 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("训练gpt时中途爆显存，音频未切分，最长38s", "oom", "oom.long_input_at_step"),
     # near-miss: the same setting named where the job is slow, not out of memory
     ("with max-duration = 50 the training is slow and GPU utilization is low", "gpu_util", None),
+    # how long the job has run, stated: a duration found too long
+    ("the training went on for 12 hours but the epochs are still at 125", "gpu_util", None),
+    # near-miss: epochs are no duration
+    ("I trained for 100 epochs and then the loss became NaN", "numerics", None),
+    # a latency measured and found high, of no named job
+    ("the average latency time is 199.85ms, while the official code gets 18ms", "inference", None),
+    # near-miss: a collective's latency names the collective
+    ("the all_reduce latency across nodes is 4ms for 228 bytes", "nccl", None),
+    # GPU memory held by a model server, in a non-native plural
+    ("with my torchserve handler, 4 images occupy around 14G memories of GPU and it is never "
+     "released", "oom", None),
+    # a process that closes by itself while loading: the OOM killer's SIGKILL prints nothing
+    ("comfyui automatically shutdown when load diffusion model", "oom", "oom.host_ram_oom"),
     # the cards' communication failing, in plain words
     ("4090 x 4, using one GPU works ... GPUs communication err", "nccl", None),
     # near-miss: the same words said to be fine
