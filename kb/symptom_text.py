@@ -256,6 +256,12 @@ _NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没
                          r"|(?<!not )(?<!n't )(?<!no )(?<![a-z])(?:enough|plenty\s+of|sufficient)\s+)$")
 _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\s+"
                         r"(?:normal|fine|ok|okay|good|stable|healthy)(?![a-z])"
+                        # "bf16 works fine", "with BF16 and FP32, everything is OK": the settings
+                        # compared that work are not the problem
+                        r"|^\s*(?:works?|worked|runs?|ran)\s+(?:fine|ok|okay|normally|well)(?![a-z])"
+                        r"|^(?:\s*(?:and|or|/|,)\s*[\w.+-]+){0,2}\s*,?\s*(?:everything|all)\s+"
+                        r"(?:is|was|are|were|works?|worked|runs?|ran|goes|went)\s+"
+                        r"(?:fine|ok|okay|normal|normally|good|well)(?![a-z])"
                         # the same in Chinese: "显存正常", "内存都还正常", "显存够用"
                         r"|^\s*(?:都|也)?(?:还是|还|很|挺)?(?:正常|没问题|没有问题|够用)"
                         r"|^[^.,;:!?\n]{0,30}?" + _DID_NOT_HELP

@@ -254,6 +254,20 @@ def test_setting_words_name_a_branch_only_when_nothing_else_does(
     assert sorted(classify(text, kn)) == sorted(branches)
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    # the settings compared that work are not the problem
+    ("When BF16 and FP32, everything is OK, but it occurs NaN when FP16.",
+     ["numerics.precision=fp16"]),
+    ("bf16 works fine but fp16 gives NaN", ["numerics.precision=fp16"]),
+    # near-miss: nothing said to work
+    ("with bf16 and fp16 the loss gives NaN", ["numerics.precision=bf16", "numerics.precision=fp16"]),
+])
+def test_settings_said_to_work_answer_nothing(kn, text: str, said: list[str]) -> None:
+    from kb.symptom_text import answers_said
+
+    assert sorted(k for k in answers_said(text, kn) if k.startswith("numerics.precision")) == said
+
+
 @pytest.mark.parametrize(("text", "branches"), [
     # a word said not to be the problem names nothing
     ("Everything works well and GPU memory looks normal, but GPU util is always 0", ["gpu_util"]),
