@@ -510,6 +510,22 @@ def test_a_non_finite_evaluation_loss_is_counted_not_sampled() -> None:
     assert "numerics" not in res.facts
 
 
+@pytest.mark.parametrize(("line", "counted"), [
+    # NumPy >= 1.24 casting a NaN to an integer type: the image being saved held NaNs (the text
+    # as NumPy 2.4 prints it for np.array([np.nan]).astype(np.uint8))
+    ("/opt/conda/lib/python3.11/site-packages/diffusers/image_processor.py:147: RuntimeWarning: "
+     "invalid value encountered in cast", True),
+    # near-misses: a 0/0 in a metric or a visualisation is not the job's output
+    ("/home/u/prj/utils.py:46: RuntimeWarning: invalid value encountered in true_divide", False),
+    ("x.py:4: RuntimeWarning: divide by zero encountered in divide", False),
+])
+def test_numpy_casting_a_nan_counts_one_non_finite_value(line: str, counted: bool) -> None:
+    from kb.parsers import training_log
+
+    res = training_log.parse([line], "run.log")
+    assert (res.facts.get("numerics", {}).get("nonfinite_count") == 1) is counted
+
+
 def test_tensorflow_opening_a_device_states_what_others_hold() -> None:
     from kb.parsers import training_log
 

@@ -109,6 +109,20 @@ def _scan(text: str) -> tuple[list[str], dict]:
     return [h.cause for h in m.found()], facts
 
 
+@pytest.mark.parametrize(("message", "fires"), [
+    # NumPy's warnings as NumPy 2.4 prints them for np.log(0) and np.sqrt(-1)
+    ("<string>:4: RuntimeWarning: divide by zero encountered in log", True),
+    ("<string>:4: RuntimeWarning: invalid value encountered in sqrt", True),
+    # near-misses: a division, an overflow in exp, a cast name no log or sqrt at zero
+    ("<string>:4: RuntimeWarning: divide by zero encountered in divide", False),
+    ("<string>:4: RuntimeWarning: overflow encountered in exp", False),
+    ("<string>:4: RuntimeWarning: invalid value encountered in cast", False),
+])
+def test_numpy_log_or_sqrt_at_zero(message: str, fires: bool) -> None:
+    causes, _ = _scan(message)
+    assert ("numerics.log_sqrt_at_zero" in causes) is fires
+
+
 @pytest.mark.parametrize(("message", "cause", "fact"), [
     # torch/csrc/DataLoader.cpp, THPModule_errorIfAnyWorkerFails (the main process's side of a
     # worker's SIGBUS)

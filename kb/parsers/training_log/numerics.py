@@ -63,6 +63,12 @@ def num(text: str) -> float | None:
         return None
 
 
+#: NumPy's warning when it casts a NaN or an Inf to an integer type (numpy.seterr's "invalid
+#: value", NumPy >= 1.24): the array was an image or a waveform being saved, and it held NaNs
+#: (a black image). Other NumPy warnings (a 0/0 in a metric or a visualisation) are not the
+#: job's output and name nothing
+_NUMPY_FP = re.compile(r"RuntimeWarning: invalid value encountered in cast")
+
 def numerics(sc: LogScanner, line: str, low: str) -> None:
     """A line of the numerics family (``low`` is its lower-case form)."""
     if "overflow" in low and _overflow(sc, line):
@@ -74,6 +80,10 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
             sc.metric("numerics.loss", float(m.group(1)), "loss")
             return
     if "nan or inf found in input tensor" in low:
+        sc.nonfinite += 1
+        return
+    if "runtimewarning: " in low and _NUMPY_FP.search(line):
+        # NumPy turned a NaN or an Inf into an integer: the output held non-finite values
         sc.nonfinite += 1
         return
     if "'eval_loss'" in line:

@@ -10,7 +10,9 @@ keep it so (a test checks) or the scan slows down.
 from __future__ import annotations
 
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    "numerics": ("oss", "Bad grad_norm"),  # loss, Loss, lm loss, loss scale(r), overflow messages; Megatron
+    "numerics": ("oss", "Bad grad_norm",  # loss, Loss, lm loss, loss scale(r), overflow messages; Megatron
+                 # NumPy casting a NaN or an Inf to an integer type (a black image saved)
+                 "RuntimeWarning: invalid value encountered in cast"),
     "oom": (
         "CUDA", "CUBLAS", "CUDNN", "HIP out of memory", "XPU out of memory", "MPS backend out of memory",
         "Error: cuda runtime error",
