@@ -540,6 +540,8 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # GPU memory held by a model server, in a non-native plural
     ("with my torchserve handler, 4 images occupy around 14G memories of GPU and it is never "
      "released", "oom", None),
+    # the card's memory kept after the work is done
+    ("after a song is separated with CUDA, the memory was not released", "oom", None),
     # a process that closes by itself while loading: the OOM killer's SIGKILL prints nothing
     ("comfyui automatically shutdown when load diffusion model", "oom", "oom.host_ram_oom"),
     # the cards' communication failing, in plain words
