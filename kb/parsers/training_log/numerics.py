@@ -69,6 +69,7 @@ def num(text: str) -> float | None:
 #: job's output and name nothing
 _NUMPY_FP = re.compile(r"RuntimeWarning: invalid value encountered in cast")
 
+
 def numerics(sc: LogScanner, line: str, low: str) -> None:
     """A line of the numerics family (``low`` is its lower-case form)."""
     if "overflow" in low and _overflow(sc, line):
