@@ -63,13 +63,6 @@ def num(text: str) -> float | None:
         return None
 
 
-#: NumPy's warning when it casts a NaN or an Inf to an integer type (numpy.seterr's "invalid
-#: value", NumPy >= 1.24): the array was an image or a waveform being saved, and it held NaNs
-#: (a black image). Other NumPy warnings (a 0/0 in a metric or a visualisation) are not the
-#: job's output and name nothing
-_NUMPY_FP = re.compile(r"RuntimeWarning: invalid value encountered in cast")
-
-
 def numerics(sc: LogScanner, line: str, low: str) -> None:
     """A line of the numerics family (``low`` is its lower-case form)."""
     if "overflow" in low and _overflow(sc, line):
@@ -83,8 +76,10 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
     if "nan or inf found in input tensor" in low:
         sc.nonfinite += 1
         return
-    if "runtimewarning: " in low and _NUMPY_FP.search(line):
-        # NumPy turned a NaN or an Inf into an integer: the output held non-finite values
+    if "RuntimeWarning: invalid value encountered in cast" in line:
+        # NumPy (>= 1.24) turned a NaN or an Inf into an integer: the array saved (an image, a
+        # waveform) held non-finite values, a black image. Its other warnings (a 0/0 in a metric
+        # or a visualisation) are not the job's output and name nothing
         sc.nonfinite += 1
         return
     if "'eval_loss'" in line:
