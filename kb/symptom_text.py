@@ -34,6 +34,11 @@ _CAMEL = re.compile(r"(?<![A-Za-z0-9_])[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+){1,8}(?![
 _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
+#: a rate's unit written against its number in the user's words ("runs at 4.3fps", "12tok/s"):
+#: read apart, so the unit is a whole word (not in a log, where every tqdm bar prints "1.2s/it")
+_UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens/s|samples/s|img/s)(?![a-z0-9])")
+
+
 #: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
 #: PCIe"): the card's form factor, not a word about the PCIe link
 _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
@@ -696,6 +701,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     for m in _VRAM_OVERFLOW.finditer(text):
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
+    plain = _UNIT_GLUED.sub(r"\1 \2", plain)
     alone = works_alone(text) if text else set()
     # (what several nodes add is the network between them, a collective's branch; what several
     # GPUs add may be memory on GPU 0, a collective or a DDP check)

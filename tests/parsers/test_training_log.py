@@ -439,7 +439,14 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
      True),
     ("RuntimeError: cuFFT error: CUFFT_ALLOC_FAILED", True),
     ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_LAUNCH_FAILURE", False),
-    # near-misses: pinned host memory, and another runtime error of the same call
+    # a caught CUDA OOM, as fairseq's trainer.py (and ParlAI, Boltz after it) reports it
+    ("| WARNING: ran out of memory, skipping batch", True),
+    ("2023-05-01 | WARNING | fairseq.trainer | | WARNING: ran out of memory with exception: CUDA out of memory. "
+     "Tried to allocate 20.00 MiB", True),
+    ("WARNING: ran out of memory, skipping batch", True),
+    # near-misses: a warning about memory that is no failure, pinned host memory, and another
+    # runtime error of the same call
+    ("WARNING: running out of memory soon, consider a smaller batch", False),
     ("cudaMallocHost failed: out of memory", False),
     ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),
 ])

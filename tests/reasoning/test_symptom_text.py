@@ -692,6 +692,14 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     # near-misses: the card's memory full is no OOM word, an overflow of the loss is numerics
     ("gpu的内存已经用满了，但gpu利用率和占比很低", "gpu_util"),
     ("显存够用，但是loss溢出了", "numerics"),
+    # the GPU's share in use said low in Chinese ("GPU占用很低"), a duration found too much,
+    # memory running out said in other tenses
+    ("Face Enhancer 1分多的语音要用十几分钟，GPU占用很低", "gpu_util"),
+    ("it took too much time to finish one epoch", "gpu_util"),
+    ("the GPU keeps running out of memory at step 300", "oom"),
+    ("my memory runs out after two epochs", "oom"),
+    # near-misses: the card's memory (显存) said little used is no share of the GPU's time
+    ("显存占用很低，但是训练中途还是爆显存", "oom"),
 ])
 def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
     assert next(iter(classify(text, KN_))) == branch
@@ -786,3 +794,20 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
     from kb.symptom_text import name_causes
 
     assert ("oom.host_ram_oom" in name_causes(text, kn)) is host_ram
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    ("Is the expectation that the demo runs at around 4.3fps at 1280x720?", "gpu_util"),
+    ("the server generates at 3tok/s only", "inference"),
+])
+def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -> None:
+    assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
+
+
+def test_a_progress_bars_rate_in_a_log_names_no_branch(kn) -> None:
+    # tqdm prints "109.87s/it" on every bar: a log's rate is no complaint about speed
+    log = ("Running predictions on sample ttbar on rank=0:  25%|##5       | 1/4 [01:49<05:29, "
+           "109.87s/it]\n")
+    from kb.symptom_text import text_branches
+
+    assert "gpu_util" not in text_branches(log, kn)

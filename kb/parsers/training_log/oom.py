@@ -68,6 +68,12 @@ _OOM_BARE = re.compile(
     # memory"), as XLA's stream executor prints it: "There was an error before creating cudnn
     # handle (2): cudaErrorMemoryAllocation : out of memory"
     r"|cudaErrorMemoryAllocation\b"
+    # a training loop that caught a RuntimeError whose text holds "out of memory" (the CUDA
+    # allocator's) and goes on: fairseq's trainer.py ("| WARNING: ran out of memory, skipping
+    # batch"; later "| WARNING: ran out of memory with exception: ..."), ParlAI's torch_agent.py
+    # ("... skipping batch. if this happens frequently, decrease batchsize ..."), Boltz's
+    # model.py; the batch is skipped, so the run may go on
+    r"|WARNING: ran out of memory(?:, skipping batch| with exception)"
 )
 #: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
 #: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even

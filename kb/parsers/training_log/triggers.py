@@ -28,6 +28,9 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "Allocator (",  # TF 2.x: "Allocator (GPU_0_bfc) ran out of memory trying to allocate"
         "] Chunk at ", "] Free at ",  # TF's BFC memory dump, printed only after a failure
         "freeMemory:",  # TF 1.x opening a device: "totalMemory: 15.90GiB freeMemory: 3.12GiB"
+        # fairseq's handler of a caught CUDA OOM, copied by ParlAI, Boltz and others: "| WARNING:
+        # ran out of memory, skipping batch"
+        "WARNING: ran out of memory",
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
