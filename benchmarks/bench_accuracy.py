@@ -7,7 +7,9 @@ artifacts the reporter pasted, verbatim. kb is run on it exactly as a new user w
     kb diagnose --input <artifact> [--input <artifact> ...] [--symptom "<words>"] --format json
 
 in two modes: `files` (the artifacts alone) and `files+words` (the artifacts plus the reporter's
-own sentence). When kb refuses the combined run (exit 2), each artifact is tried alone to find
+own sentence), and with `--title` a third, `files+title+words`: the thread's title said before the
+words (a reporter's one-line statement of the problem, written before the answer; kept apart so
+the first two stay comparable with earlier measurements). When kb refuses the combined run (exit 2), each artifact is tried alone to find
 which ones it refuses, and the run is repeated with the ones it accepts (a user drops the file kb
 rejects). An incident without artifacts is skipped in `files` mode.
 
@@ -49,7 +51,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "incidents"
 BRANCHES = ("gpu_util", "oom", "nccl", "numerics", "inference", "compile")
-MODES = ("files", "files+words")
+MODES: tuple[str, ...] = ("files", "files+words")
+TITLE_MODE = "files+title+words"
 TIMEOUT_S = 60
 
 
@@ -241,9 +244,18 @@ def _parse(rc: int, out: str, err: str) -> tuple[dict[str, Any] | None, bool]:
     return None, crashed
 
 
+def said(inc: Incident, mode: str) -> str | None:
+    """What the reporter said in a mode: nothing, the first post's words, or the title before them."""
+    if mode == "files":
+        return None
+    if mode == TITLE_MODE and inc.title:
+        return f"{inc.title.strip().rstrip('.')}. {inc.words}".strip()
+    return inc.words or None
+
+
 def run_kb(inc: Incident, mode: str) -> Run | None:
     """Run kb on one incident in one mode; None when the mode has nothing to give kb."""
-    words = inc.words if mode == "files+words" else None
+    words = said(inc, mode)
     files = inc.artifact_paths
     if not files and not words:
         return None
@@ -316,8 +328,8 @@ def incident_text(inc: Incident, mode: str) -> str:
             parts.append(f.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             pass
-    if mode == "files+words":
-        parts.append(inc.words)
+    if mode != "files":
+        parts.append(said(inc, mode) or "")
     return "\n".join(parts)
 
 
@@ -454,7 +466,7 @@ def evaluate(incidents: list[Incident], jobs: int = 2) -> dict[str, Any]:
 
 def table(result: dict[str, Any]) -> str:
     scores: dict[tuple[str, str], Score] = result["_scores"]
-    cols = [("kb", "files"), ("kb", "files+words"), ("grep", "files"), ("grep", "files+words")]
+    cols = [(w, m) for w in ("kb", "grep") for m in MODES]
     head = ["metric"] + [f"{w} ({m})" for w, m in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
@@ -503,10 +515,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, default=CORPUS,
                     help="the corpus folder (default tests/incidents; the held-out set is "
                          "tests/heldout)")
+    ap.add_argument("--title", action="store_true",
+                    help=f"add the mode {TITLE_MODE}: the thread's title said before the words")
     ap.add_argument("--inprocess", action="store_true",
                     help="run the CLI in this process (fast) instead of one `kb` process per run")
     args = ap.parse_args(argv)
-    global INVOKER
+    global INVOKER, MODES
+    if args.title:
+        MODES = (*MODES, TITLE_MODE)
     if args.inprocess:
         INVOKER = "inprocess"
     incidents = load_corpus(args.corpus)

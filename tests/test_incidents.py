@@ -109,3 +109,12 @@ def test_never_confident_wrong(inc, runs):
     wrong = bench.wrong_confirmed(inc, run)
     expected = inc.accepted or ["no confirmed cause (outside the knowledge)"]
     assert not wrong, f"kb confirmed {wrong}; the thread establishes {expected} ({inc.source})"
+
+
+def test_the_title_mode_says_the_title_before_the_words():
+    inc = next(i for i in DEV if i.title and i.words)
+    said = bench.said(inc, bench.TITLE_MODE)
+    assert said.startswith(inc.title.strip().rstrip(".")) and said.endswith(inc.words)
+    # the two historical modes are unchanged: nothing, and the first post's words alone
+    assert bench.said(inc, "files") is None and bench.said(inc, "files+words") == inc.words
+    assert bench.TITLE_MODE not in bench.MODES  # measured only when asked (--title)
