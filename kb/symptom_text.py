@@ -113,6 +113,19 @@ _SLOWING_TRAINING = re.compile(r"(?i)\bslow(?:s|ed|ing)?\s+down\s+(?:my|our|the|
 #: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
 #: host's "ram"
 _GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b")
+#: the card's memory said to run out (after _norm_text: "GPU RAM" reads "vram"), and the
+#: host's ("RAM" alone, a killed process, 内存 not of the GPU): which memory ran out
+_DEVICE_MEMORY = re.compile(
+    r"cuda out of memory|out of cuda memory|cuda oom|outofmemoryerror|cuda error: out of memory|"
+    r"out of (?:gpu memory|vram|video memory|gpu ram)|"
+    # the card's memory, then its running out a few words on ("the 40GB GPU memory runs out")
+    r"\b(?:gpu memory|gpu's memory|vram|video memory|device memory)\b(?! utilization)"
+    r"(?:\W+\w+){0,4}?\W+(?:runs? out|ran out|running out|is full|was full|exceed\w*|exhausted|"
+    r"not enough|insufficient|overflow\w*|is not enough)|"
+    r"(?:not enough|insufficient) (?:gpu memory|vram|video memory)|"
+    r"显存(?:不足|不够|溢出|爆|满|占满|耗尽)|爆显存|gpu ?内存(?:不足|不够|溢出|爆|满)")
+_HOST_MEMORY = re.compile(r"\bram\b|\bcpu memory\b|\bhost memory\b|\bsystem memory\b|"
+                          r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|(?<!gpu)(?<!gpu )内存")
 #: a focus adverb inside a phrase ("the model runs only on CPU", "it is just in fp16"): the
 #: phrase also reads without it ("runs on cpu"), as the vocabulary writes it
 _FOCUS = re.compile(r"(?i)\b([a-z]+)\s+(?:only|just|entirely|solely|exclusively|completely)\s+"
@@ -570,6 +583,9 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, "oom.occurred", True)
         for path, value in sized.items():
             _set(facts, path, value)
+    if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
+        # which memory ran out, said: the card's, with no word of the host's
+        _set(facts, "oom.device_memory_said", True)
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):
         # a step in a numerics text is the first non-finite one only when NaN/Inf is named

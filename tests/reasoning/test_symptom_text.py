@@ -811,3 +811,31 @@ def test_a_progress_bars_rate_in_a_log_names_no_branch(kn) -> None:
     from kb.symptom_text import text_branches
 
     assert "gpu_util" not in text_branches(log, kn)
+
+
+@pytest.mark.parametrize(("text", "device"), [
+    ("When I process 1920x1080 videos, the 40GB GPU memory runs out (OOM).", True),
+    ("I am facing CUDA out-of-memory error with batch size 4", True),
+    ("not enough VRAM to load the model", True),
+    ("训练到一半显存不足", True),
+    ("GPU内存不足", True),
+    # near-misses: the card's size or a flag named, not its memory running out; the host's
+    # memory named beside it; host RAM alone
+    ("It should run, as there is 24gb vRAM. It fails on oom. I tried gpu-memory-utilization 0.9", False),
+    ("CUDA out of memory, and my 32GB RAM is full too", False),
+    ("内存爆了，进程被kill", False),
+])
+def test_which_memory_ran_out_said(text: str, device: bool) -> None:
+    assert (extract(text).get("oom", {}).get("device_memory_said") is True) is device
+
+
+@pytest.mark.parametrize(("text", "host_first"), [
+    ("When I process 1920x1080 videos, the 40GB GPU memory runs out (OOM).", False),
+    ("I get a CUDA out-of-memory error with batch size 4 on my 16 GB card", False),
+    # near-miss: host RAM running out stays first
+    ("the training process runs out of RAM after a few epochs and gets killed", True),
+])
+def test_the_gpus_memory_said_to_run_out_is_no_host_ram(kn, text: str, host_first: bool) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
+    assert (ranked[0] == "oom.host_ram_oom") is host_first
