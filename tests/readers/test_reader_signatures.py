@@ -153,6 +153,12 @@ def test_numpy_log_or_sqrt_at_zero(message: str, fires: bool) -> None:
     ("RuntimeError: [enforce fail at alloc_cpu.cpp:117] err == 0. DefaultCPUAllocator: can't allocate memory: "
      "you tried to allocate 2359296 bytes. Error code 12 (Cannot allocate memory)",
      "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    # the Windows path of c10/core/CPUAllocator.cpp (torch<1.6), and a paste that lost the space
+    ("RuntimeError: [enforce fail at ..\\c10\\core\\CPUAllocator.cpp:72] data. DefaultCPUAllocator: not enough "
+     "memory: you tried to allocate 602112 bytes. Buy new RAM!", "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    ("RuntimeError: [enforce fail at CPUAllocator.cpp:64]. DefaultCPUAllocator: can't allocate memory:you tried "
+     "to allocate 664833940224 bytes. Error code 12 (Cannot allocate memory)",
+     "oom.host_ram_oom", ("oom", "host_alloc_failed")),
 ])
 def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str, str]) -> None:
     causes, facts = _scan(message)

@@ -700,6 +700,9 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     ("my memory runs out after two epochs", "oom"),
     # near-misses: the card's memory (显存) said little used is no share of the GPU's time
     ("显存占用很低，但是训练中途还是爆显存", "oom"),
+    # several GPUs given, one used
+    ("I changed the number of GPU in my slurm job to 4, however, it only uses one GPU", "gpu_util"),
+    ("with 8 cards only one GPU is being used and the epoch takes hours", "gpu_util"),
 ])
 def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) -> None:
     assert next(iter(classify(text, KN_))) == branch
