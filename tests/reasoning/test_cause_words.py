@@ -138,6 +138,12 @@ def test_a_training_branch_yields_to_a_serving_setup(text: str, inputs: str, bra
     # near-misses: the same loop starved of data, or no XLA named
     ("training on TPU is slow, the dataloader cannot keep up", "gpu_util"),
     ("EfficientNet training takes extremely slow, the GPU utilization is low", "gpu_util"),
+    # the compilers' other names: XLA itself, stable-fast, OneDiff, a jitted function
+    ("some of my functions are not implemented on xla, so my model runs so slow", "compile"),
+    ("applying stable-fast made my application much slower than without it", "compile"),
+    ("the jitted train step is very slow, slower than numpy", "compile"),
+    # near-miss: an XLA job starved of data is the loop's
+    ("with xla the training is slow because the dataloader cannot keep up", "gpu_util"),
 ])
 def test_a_training_loop_on_xla_yields_to_the_compiler(text: str, branch: str) -> None:
     rep = kb.diagnose(symptom=text)
