@@ -39,6 +39,12 @@ _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens/s|samples/s|img/s)(?![a-z0-9])")
 
 
+#: a library built ("I compiled the GPU version", "compiled from source with CUDA"): the build,
+#: not a graph compiler
+_BUILD_COMPILE = re.compile(r"(?i)\bcompil(?:e|es|ed|ing)\s+(?:\w+\s+){0,3}?(?:from\s+(?:the\s+)?source"
+                            r"|(?:the\s+|a\s+)?(?:gpu|cuda)\s+version|with\s+(?:cuda|gpu)(?:\s+support)?)\b")
+
+
 #: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
 #: PCIe"): the card's form factor, not a word about the PCIe link
 _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
@@ -190,7 +196,8 @@ _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
-    name's "PCIe", a person being "stuck" and C/C++ source locations are left out; a stated
+    name's "PCIe", a person being "stuck", a library compiled from source and C/C++ source
+    locations are left out; a stated
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
@@ -199,6 +206,7 @@ def _norm_text(text: str) -> str:
     "多卡更慢", a phrase with a focus adverb inside it also without it; a GPU's RAM reads
     "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
+    text = _BUILD_COMPILE.sub(" built ", text)
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
     low = _norm(text)

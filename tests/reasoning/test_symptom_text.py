@@ -842,3 +842,16 @@ def test_the_gpus_memory_said_to_run_out_is_no_host_ram(kn, text: str, host_firs
     rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
     ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
     assert (ranked[0] == "oom.host_ram_oom") is host_first
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a library built from source is no graph compiler; the GPU's low use is the complaint
+    ("I successfully compile gpu version on win10; gpu is 2x faster than cpu, but slow "
+     "utilization of gpu ~ only about 26 percent", "gpu_util"),
+    # near-miss: torch.compile named stays the compiler's
+    ("torch.compile made the training slow, it recompiles every step", "compile"),
+    # an image-generation app at work is serving, not a training loop
+    ("it takes about 12-15 minutes for fooocus to generate one image", "inference"),
+])
+def test_builds_and_image_apps_name_their_branch(kn, text: str, branch: str) -> None:
+    assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
