@@ -45,6 +45,19 @@ _BUILD_COMPILE = re.compile(r"(?i)\bcompil(?:e|es|ed|ing)\s+(?:\w+\s+){0,3}?(?:f
                             r"|(?:the\s+|a\s+)?(?:gpu|cuda)\s+version|with\s+(?:cuda|gpu)(?:\s+support)?)\b")
 
 
+#: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized"; not
+#: "I only use one GPU", the setup)
+_ONE_GPU_USED = re.compile(
+    r"(?i)\bonly\s+(?:uses|utili[sz]es|runs\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is|are|was|gets?)\s+(?:being\s+)?"
+    r"(?:used|utili[sz]ed|busy)\b")
+
+
+#: k-fold cross-validation: a way of splitting the data, not the validation phase
+_CROSS_VALIDATION = re.compile(r"(?i)\bcross[\s-]*validat\w*")
+
+
 #: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
 #: PCIe"): the card's form factor, not a word about the PCIe link
 _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]pcie\b")
@@ -196,8 +209,8 @@ _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
-    name's "PCIe", a person being "stuck", a library compiled from source and C/C++ source
-    locations are left out; a stated
+    name's "PCIe", a person being "stuck", a library compiled from source, k-fold cross-validation and
+    C/C++ source locations are left out; a stated
     period also reads "every n steps", a small share of the GPU in use "low utilization", a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
@@ -206,7 +219,7 @@ def _norm_text(text: str) -> str:
     "多卡更慢", a phrase with a focus adverb inside it also without it; a GPU's RAM reads
     "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
-    text = _BUILD_COMPILE.sub(" built ", text)
+    text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
     low = _norm(text)
@@ -726,6 +739,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
+    if _ONE_GPU_USED.search(text):
+        # "it only uses one GPU" of the four given: the count blanked above is the symptom here
+        plain += " \n only uses one gpu"
     alone = works_alone(text) if text else set()
     # (what several nodes add is the network between them, a collective's branch; what several
     # GPUs add may be memory on GPU 0, a collective or a DDP check)

@@ -852,6 +852,14 @@ def test_the_gpus_memory_said_to_run_out_is_no_host_ram(kn, text: str, host_firs
     ("torch.compile made the training slow, it recompiles every step", "compile"),
     # an image-generation app at work is serving, not a training loop
     ("it takes about 12-15 minutes for fooocus to generate one image", "inference"),
+    # of four GPUs given one is used: the GPU count is the symptom here, not the setup
+    ("With one GPU it has been running for a week. I changed the number of GPU in my slurm job "
+     "to 4, however, it only uses one GPU", "gpu_util"),
+    # near-miss: one GPU used by choice is the setup; the failure names the branch
+    ("I only use one GPU and the job dies with CUDA out of memory", "oom"),
+    # k-fold cross-validation splits the data: no validation phase named
+    ("hyperparameter optimization with 10 fold cross validation has been running for a week, very slow",
+     "gpu_util"),
 ])
 def test_builds_and_image_apps_name_their_branch(kn, text: str, branch: str) -> None:
     assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
