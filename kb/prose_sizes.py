@@ -118,7 +118,9 @@ _GPU_WORD = (r"(?:gpus?|vram|cards?|graphics|显存|显卡|a100|h100|h800|a800|h
 _MEM = r"(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![0-9A-Za-z_])"
 _GPU_MEM = [re.compile(_MEM + r"(?:\s*(?:of\s+)?(?:hbm\d?e?|gddr\d\w?|memory))?[\s-]*(?:\w+\s+)?"
                        + _GPU_WORD + r"(?![0-9A-Za-z_])", re.I),
-            re.compile(r"(?<![0-9A-Za-z_])" + _GPU_WORD + r"[\s(:,-]*(?:\w+\s+){0,2}?(?:with\s+)?" + _MEM,
+            # ("显存为22G", "显存是 24GB": the Chinese copula between the word and the size)
+            re.compile(r"(?:(?<![0-9A-Za-z_])" + _GPU_WORD + r"|显存|显卡)[\s(:,-]*(?:\w+\s+){0,2}?(?:with\s+)?"
+                       r"(?:为|是|有|共|大小为|大小是)?\s*" + _MEM,
                        re.I)]
 _HOST = re.compile(r"(?<![v\w])ram|host|cpu|disk|ssd|file|swap|内存", re.I)
 

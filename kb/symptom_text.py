@@ -36,7 +36,7 @@ _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 #: a rate's unit written against its number in the user's words ("runs at 4.3fps", "12tok/s"):
 #: read apart, so the unit is a whole word (not in a log, where every tqdm bar prints "1.2s/it")
-_UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens/s|samples/s|img/s)(?![a-z0-9])")
+_UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens?/s(?:ec(?:ond)?)?|t/s|samples/s|img/s)(?![a-z0-9])")
 
 
 #: a library built ("I compiled the GPU version", "compiled from source with CUDA"): the build,
@@ -275,11 +275,11 @@ def _stem(w: str) -> str:
 #: rate to 1e-5 didn't help", "减小学习率也不行", "even with a lower learning rate")
 _DID_NOT_HELP = (r"(?<![a-z])(?:(?:did ?n[o']?t|did't|does ?n[o']?t|do ?n[o']?t|won'?t|will not)"
                  r" (?:help|work|fix|solve|change anything)"
-                 # "tried a smaller batch size but still get this error", "to no avail"
+                 # "tried a smaller batch size but still get this error", "to no avail", "in vain"
                  r"|but (?:it |i |we )?still (?:get|gets|got|getting|has|have|had|fail|fails|failed|"
                  r"crash|crashes|crashed|occur|occurs|occurred|happen|happens|happened|see|saw|"
                  r"the same|run out|runs out|ran out)"
-                 r"|(?:to|with) no avail|no luck|without success|with no success)(?![a-z])")
+                 r"|(?:to|with) no avail|no luck|without success|with no success|in vain)(?![a-z])")
 _ZH_NO_USE = r"(?:也|都)(?:不行|没用|没有用|无效|不起作用|没效果|没有效果)"
 _EVEN_WITH_LESS = r"(?<![a-z])even (?:with|after|at) (?:an? |the )?(?:lower|smaller|reduced|tiny)"
 #: "I did not test with torch.compile", "haven't tried fp16 yet": a thing said not to be in use

@@ -70,6 +70,9 @@ def test_weight_bits(text: str, bits: int | None) -> None:
     ("RTX 3090 with 24 GB of VRAM", 24),
     ("my 16GB card", 16),
     ("显存 24G", 24),
+    # the Chinese copula between the word and the size, the word glued to "GPU"
+    ("我的机器的系统是centos7，GPU显存为22G。", 22),
+    ("显存是24GB", 24),
     ("host RAM 64GB, GPU 24GB", 24),
     # near-misses: host memory, files, disks
     ("the machine has 512GB RAM", None),

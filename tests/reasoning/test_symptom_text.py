@@ -408,6 +408,7 @@ def test_a_learning_rate_said_not_to_help_does_not_lead() -> None:
     ("I ran out of GPU memory. I have also tried to decrease batchsize_eval but still get this "
      "error", True),
     ("out of memory at the first step; I tried lowering the batch size to no avail", True),
+    ("CUDA OOM on my 8GB card; tried to set a smaller batch size but seem result in vain", True),
     # near-miss: the same setting changed, nothing said of its failing
     ("I ran out of GPU memory. I have also decreased batchsize_eval", False),
 ])
@@ -802,6 +803,7 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
 @pytest.mark.parametrize(("text", "branch"), [
     ("Is the expectation that the demo runs at around 4.3fps at 1280x720?", "gpu_util"),
     ("the server generates at 3tok/s only", "inference"),
+    ("I run the benchmark on a800, but only get 1500token/second output", "inference"),
 ])
 def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -> None:
     assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
