@@ -371,9 +371,10 @@ class Reasoner:
 
     def _held(self, r: CauseResult) -> set[tuple]:
         # a fact's absence is no evidence: `missing` tests that hold do not count; nor does a
-        # setting (an Ampere GPU lets TF32 be off, it does not say it is)
+        # setting (an Ampere GPU lets TF32 be off, it does not say it is) or an enabling condition
         return {(c.fact, c.op, repr(c.value)) for c in r.conditions + r.supporting
-                if c.holds is True and c.op != "missing" and c.fact not in self._settings}
+                if c.holds is True and c.op != "missing" and c.fact not in self._settings
+                and not c.condition.enabling}
 
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed

@@ -74,6 +74,10 @@ class Condition(_Model):
     #: another moment than the failure: as support it counts when it holds and says nothing
     #: when it does not
     snapshot: bool = False
+    #: a condition that lets the cause happen without saying it does (fp16 lets GEMMs miss the
+    #: Tensor Core tiles; it does not say they do): required on the path, but holding it is no
+    #: evidence for the cause over its siblings
+    enabling: bool = False
 
     @property
     def other_fact(self) -> str | None:

@@ -874,3 +874,15 @@ def test_cross_validation_names_no_validation_phase(kn) -> None:
     # near-miss: the validation phase itself named
     rep = kb.diagnose({"symptom_text": "CUDA out of memory during validation"}, knowledge=kn)
     assert [h.cause_id for h in rep.hypotheses][:1] == ["oom.eval_no_grad"]
+
+
+@pytest.mark.parametrize(("text", "gemm_first"), [
+    # fp16 lets a GEMM miss the Tensor Core tiles; it does not say one does
+    ("training is too slow, about 1 min per iteration with fp16 and deepspeed", False),
+    # near-miss: the dimension said to miss the alignment
+    ("the vocab list length is 33708, which is not multiples of 8; fp16 step time is slow", True),
+])
+def test_an_enabling_condition_is_no_evidence(kn, text: str, gemm_first: bool) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
+    assert (ranked[0] == "gpu_util.gemm_unaligned") is gemm_first
