@@ -886,3 +886,16 @@ def test_an_enabling_condition_is_no_evidence(kn, text: str, gemm_first: bool) -
     rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
     ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
     assert (ranked[0] == "gpu_util.gemm_unaligned") is gemm_first
+
+
+def test_half_precision_alone_does_not_lead_with_the_attention_softmax(kn) -> None:
+    # fp16 lets attention scores overflow; it does not say they did (an enabling condition)
+    rep = kb.diagnose({"symptom": "numerics", "numerics": {"dtype": "fp16", "loss": [2.1, 2.0, float("nan")]}},
+                      knowledge=kn)
+    assert [h.cause_id for h in rep.findings + rep.hypotheses][0] != "numerics.attention_softmax"
+    # near-miss: a long sequence in an eager attention names it
+    rep = kb.diagnose({"symptom": "numerics", "numerics": {"dtype": "fp16", "seq_len": 32768,
+                                                           "attention_impl": "eager",
+                                                           "loss": [2.1, 2.0, float("nan")]}},
+                      knowledge=kn)
+    assert [h.cause_id for h in rep.findings + rep.hypotheses][0] == "numerics.attention_softmax"
