@@ -806,6 +806,9 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
     ("I run the benchmark on a800, but only get 1500token/second output", "inference"),
     # a speed-up from the GPU found small: a speed complaint in its weakest words
     ("With a 40x128x128 image, I'm seeing a ~1.5x speed-up from using the GPU", "gpu_util"),
+    # a setting said to make training much faster, the CPU said to do the work
+    ("turning cudnn.deterministic to False makes the training way more faster", "gpu_util"),
+    ("when I run the training script, only cpu is used", "gpu_util"),
 ])
 def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -> None:
     assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
