@@ -809,6 +809,8 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
     # a setting said to make training much faster, the CPU said to do the work
     ("turning cudnn.deterministic to False makes the training way more faster", "gpu_util"),
     ("when I run the training script, only cpu is used", "gpu_util"),
+    # how long one generation takes is serving's time
+    ("model: CogVideoX-5b-I2V ... Generation time: 20 minute", "inference"),
 ])
 def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -> None:
     assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
