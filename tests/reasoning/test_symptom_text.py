@@ -848,9 +848,12 @@ def test_which_memory_ran_out_said(text: str, device: bool) -> None:
     ("the training process runs out of RAM after a few epochs and gets killed", True),
 ])
 def test_the_gpus_memory_said_to_run_out_is_no_host_ram(kn, text: str, host_first: bool) -> None:
+    assert (_first_cause(kn, text) == "oom.host_ram_oom") is host_first
+
+
+def _first_cause(kn, text: str) -> str:
     rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
-    ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
-    assert (ranked[0] == "oom.host_ram_oom") is host_first
+    return [h.cause_id for h in rep.findings + rep.hypotheses][0]
 
 
 @pytest.mark.parametrize(("text", "branch"), [
@@ -888,9 +891,7 @@ def test_cross_validation_names_no_validation_phase(kn) -> None:
     ("the vocab list length is 33708, which is not multiples of 8; fp16 step time is slow", True),
 ])
 def test_an_enabling_condition_is_no_evidence(kn, text: str, gemm_first: bool) -> None:
-    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
-    ranked = [h.cause_id for h in rep.findings + rep.hypotheses]
-    assert (ranked[0] == "gpu_util.gemm_unaligned") is gemm_first
+    assert (_first_cause(kn, text) == "gpu_util.gemm_unaligned") is gemm_first
 
 
 def test_half_precision_alone_does_not_lead_with_the_attention_softmax(kn) -> None:
