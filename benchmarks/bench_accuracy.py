@@ -9,9 +9,9 @@ artifacts the reporter pasted, verbatim. kb is run on it exactly as a new user w
 in two modes: `files` (the artifacts alone) and `files+words` (the artifacts plus the reporter's
 own sentence), and with `--title` a third, `files+title+words`: the thread's title said before the
 words (a reporter's one-line statement of the problem, written before the answer; kept apart so
-the first two stay comparable with earlier measurements). When kb refuses the combined run (exit 2), each artifact is tried alone to find
-which ones it refuses, and the run is repeated with the ones it accepts (a user drops the file kb
-rejects). An incident without artifacts is skipped in `files` mode.
+the first two stay comparable with earlier measurements). When kb refuses the combined run (exit
+2), each artifact is tried alone to find which ones it refuses, and the run is repeated with the
+ones it accepts (a user drops the file kb rejects). An incident without artifacts is skipped in `files` mode.
 
 Scores, per mode:
 * refused: artifacts kb refused (exit 2) / artifacts given.

@@ -36,7 +36,8 @@ _CAMEL_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 #: a rate's unit written against its number in the user's words ("runs at 4.3fps", "12tok/s"):
 #: read apart, so the unit is a whole word (not in a log, where every tqdm bar prints "1.2s/it")
-_UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens?/s(?:ec(?:ond)?)?|t/s|samples/s|img/s)(?![a-z0-9])")
+_UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens?/s(?:ec(?:ond)?)?|t/s|samples/s|img/s)"
+                         r"(?![a-z0-9])")
 
 
 #: a library built ("I compiled the GPU version", "compiled from source with CUDA"): the build,
@@ -209,9 +210,9 @@ _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|
 def _norm_text(text: str) -> str:
     """:func:`_norm` of a text, followed by its joined API names taken apart ("ncclSystemError"
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
-    name's "PCIe", a person being "stuck", a library compiled from source, k-fold cross-validation and
-    C/C++ source locations are left out; a stated
-    period also reads "every n steps", a small share of the GPU in use "low utilization", a
+    name's "PCIe", a person being "stuck", a library compiled from source, k-fold
+    cross-validation and C/C++ source locations are left out; a stated period also reads
+    "every n steps", a small share of the GPU in use "low utilization", a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
