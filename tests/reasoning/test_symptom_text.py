@@ -811,6 +811,9 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
     ("when I run the training script, only cpu is used", "gpu_util"),
     # how long one generation takes is serving's time
     ("model: CogVideoX-5b-I2V ... Generation time: 20 minute", "inference"),
+    # performance said to drop, in English and Chinese: the loop's speed, weakest words
+    ("after upgrading the driver we see a severe performance drop in every epoch", "gpu_util"),
+    ("升级之后训练性能下降比较严重", "gpu_util"),
 ])
 def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -> None:
     assert kb.diagnose({"symptom_text": text}, knowledge=kn).branches[:1] == [branch]
