@@ -574,3 +574,38 @@ def test_lightnings_few_workers_warning(line: str, fires: bool) -> None:
 def test_icefalls_longest_utterance_scan(text: str, fires: bool) -> None:
     causes, _ = _scan(text)
     assert ("oom.long_input_at_step" in causes) is fires
+
+
+@pytest.mark.parametrize(("text", "dtype"), [
+    # stable-diffusion-webui modules/devices.py test_for_nans: the precision sentence is added
+    # only when the VAE / UNet runs in half (not --no-half-vae / --no-half)
+    ("modules.devices.NansException: A tensor with all NaNs was produced in VAE. This could be because "
+     "there's not enough precision to represent the picture. Try adding --no-half-vae commandline "
+     "argument to fix this. Use --disable-nan-check commandline argument to disable this check.", "fp16"),
+    ("NansException: A tensor with all NaNs was produced in Unet. This could be either because there's "
+     "not enough precision to represent the picture, or because your video card does not support half "
+     "type.", "fp16"),
+    # modules/processing.py (Automatically revert VAE to 32-bit floats), the line after the first
+    ("A tensor with all NaNs was produced in VAE.\nWeb UI will now convert VAE into 32-bit float and "
+     "retry.\nTo disable this behavior, disable the 'Automatically revert VAE to 32-bit floats' setting.",
+     "fp16"),
+    # kohya-ss/sd-scripts: NaN in what the VAE encoder made of the training images
+    ("NaN found in latents, replacing with zeros", None),
+    ("RuntimeError: NaN detected in latents: /data/train/10_sks/img_0042.png", None),
+])
+def test_stable_diffusion_nan_checks(text: str, dtype: str | None) -> None:
+    causes, facts = _scan(text)
+    assert "numerics.fp16_overflow" in causes
+    assert facts["numerics"]["nan_source"] == "activation"
+    assert facts["numerics"].get("dtype") == dtype
+
+
+@pytest.mark.parametrize("text", [
+    # the same check under --no-half-vae says nothing of precision: no half VAE to blame
+    "A tensor with all NaNs was produced in VAE. Use --disable-nan-check commandline argument to "
+    "disable this check.",
+    "A tensor with all NaNs was produced. Use --disable-nan-check commandline argument to disable this check.",
+])
+def test_stable_diffusion_nan_check_near_misses(text: str) -> None:
+    causes, _ = _scan(text)
+    assert "numerics.fp16_overflow" not in causes
