@@ -289,8 +289,7 @@ _NOT_USED = (r"(?<![a-z])(?:did ?n[o']?t|have ?n[o']?t|has ?n[o']?t|never|not ye
 #: a word said not to be the problem: "no OOM", "without errors", "never hangs", "没有 OOM" before
 #: it, or "GPU memory looks normal", "is fine" after it ("not" is left alone: "not enough
 #: memory" is the problem)
-_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _EVEN_WITH_LESS
-                         + r"\s+|" + _NOT_USED + r"\s+"
+_NEG_BEFORE = re.compile(r"(?:(?<![a-z0-9])(?:no|without|never)\s+|没有\s*|没\s*|" + _NOT_USED + r"\s+"
                          # "it has enough VRAM", "plenty of memory": the card is big enough
                          # ("not enough VRAM" is the problem, and stays one)
                          r"|(?<!not )(?<!n't )(?<!no )(?<![a-z])(?:enough|plenty\s+of|sufficient)\s+)$")
@@ -303,9 +302,12 @@ _NEG_AFTER = re.compile(r"^\s*(?:looks?|seems?|is|are|was|were|stays?|remains?)\
                         r"(?:is|was|are|were|works?|worked|runs?|ran|goes|went)\s+"
                         r"(?:fine|ok|okay|normal|normally|good|well)(?![a-z])"
                         # the same in Chinese: "显存正常", "内存都还正常", "显存够用"
-                        r"|^\s*(?:都|也)?(?:还是|还|很|挺)?(?:正常|没问题|没有问题|够用)"
-                        r"|^[^.,;:!?\n]{0,30}?" + _DID_NOT_HELP
-                        + r"|^[^。；，,\n]{0,12}?" + _ZH_NO_USE)
+                        r"|^\s*(?:都|也)?(?:还是|还|很|挺)?(?:正常|没问题|没有问题|够用)")
+#: a remedy tried that did not help, around a word: "even with a smaller batch size", "lowering
+#: the learning rate didn't help", "改了 max_split_size_mb 也不行". What it changed is not the
+#: cause, but it is what one tries for the problem at hand: it still names the branch
+_REMEDY_BEFORE = re.compile(_EVEN_WITH_LESS + r"\s+$")
+_REMEDY_AFTER = re.compile(r"^[^.,;:!?\n]{0,30}?" + _DID_NOT_HELP + r"|^[^。；，,\n]{0,12}?" + _ZH_NO_USE)
 
 
 #: a whole clause that says a remedy was tried and failed: read for no cause's likeness
@@ -323,14 +325,19 @@ def without_failed_remedies(text: str) -> str:
     return _FAILED_REMEDY.sub(" ", text)
 
 
-def _negated(low: str, a: int, b: int) -> bool:
-    return bool(_NEG_BEFORE.search(low[max(0, a - 28):a]) or _NEG_AFTER.match(low[b:b + 60]))
+def _negated(low: str, a: int, b: int, remedies: bool = True) -> bool:
+    """Whether the word at ``low[a:b]`` is said not to be the problem; with ``remedies`` also
+    when it is a remedy said to have failed."""
+    if _NEG_BEFORE.search(low[max(0, a - 28):a]) or _NEG_AFTER.match(low[b:b + 60]):
+        return True
+    return remedies and bool(_REMEDY_BEFORE.search(low[max(0, a - 28):a])
+                             or _REMEDY_AFTER.match(low[b:b + 60]))
 
 
-def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
+def _spans(low: str, vocab: Any, remedies: bool = True) -> list[tuple[str, int, int]]:
     """The words of ``vocab`` (en and zh) in ``low``, a text already through :func:`_norm`, with
-    where each first occurs, not negated; one place in the text counts once ("diverge" and
-    "diverged" both hear "diverged")."""
+    where each first occurs, not negated (``remedies``: nor a remedy said to have failed); one
+    place in the text counts once ("diverge" and "diverged" both hear "diverged")."""
     found: list[tuple[str, int, int]] = []
     seen: set[tuple[int, int]] = set()
     for w in list(vocab.en) + list(vocab.zh):
@@ -340,13 +347,14 @@ def _spans(low: str, vocab: Any) -> list[tuple[str, int, int]]:
             # checks word edges and inflections ("diverg" is in "diverging")
             if _stem(w) not in low:
                 continue
-            m = next((x for x in _ascii_word(w).finditer(low) if not _negated(low, *x.span())), None)
+            m = next((x for x in _ascii_word(w).finditer(low)
+                      if not _negated(low, *x.span(), remedies)), None)
             if m and m.span() not in seen:
                 seen.add(m.span())
                 found.append((w, *m.span()))
         else:
             i = low.find(wl)
-            while i >= 0 and _negated(low, i, i + len(wl)):
+            while i >= 0 and _negated(low, i, i + len(wl), remedies):
                 i = low.find(wl, i + 1)
             if i >= 0:
                 found.append((w, i, i + len(wl)))
@@ -377,8 +385,10 @@ def classify(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """``{branch: [matched words]}`` for every branch whose vocabulary (en or zh) occurs in
     ``text``, best match first."""
     low = _norm_text(text)
-    strong = {b.id: f for b in kn.branches.values() if (f := _spans(low, b.words))}
-    weak = {b.id: f for b in kn.branches.values() if (f := _spans(low, b.weak_words))}
+    # a remedy said to have failed names the problem it was tried for
+    strong = {b.id: f for b in kn.branches.values() if (f := _spans(low, b.words, remedies=False))}
+    weak = {b.id: f for b in kn.branches.values()
+            if (f := _spans(low, b.weak_words, remedies=False))}
     found = {b: strong.get(b, []) + weak.get(b, []) for b in kn.branches if b in strong or b in weak}
     # "slow" inside another branch's "generation is slow" names only that branch, and inside
     # its own branch's "very slow" it is the same word, not a second one
@@ -411,13 +421,14 @@ def quoted_messages(text: str, kn: Knowledge) -> list[str]:
     return list(dict.fromkeys(h.cause for h in m.found()))
 
 
-def named(text: str, kn: Knowledge) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+def named(text: str, kn: Knowledge, remedies: bool = True
+          ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     """``({cause id: words}, {"node=answer": words})``: the causes the text names with their own
     words, and the answers to the graph's questions it gives (the branch files' ``said``). A
     word inside a longer word of another cause or answer at the same place counts for the
     longer one only. Ranking evidence, never a decided step or a confirmed cause."""
     low = _norm_text(text)
-    causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words))}
+    causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words, remedies))}
     said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
             if (f := _spans(low, w.words)) and not _spans(low, w.unless)}
     # a cause id ("oom.fragmentation") and an answer ("oom.where=eval") never collide
@@ -781,16 +792,20 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # name none
     named_by = set(branches) | entered | ({facts.symptom} if facts.symptom else set())
     named_causes, said = named(plain, kn) if text else ({}, {})
-    if named_causes and named_by:
-        named_causes = {c: w for c, w in named_causes.items()
-                        if kn.causes[c].branch in named_by}
+    # a remedy said to have failed is no evidence of its cause, but it names the branch it was
+    # tried for ("max_split_size_mb 也不行")
+    naming = named(plain, kn, remedies=False)[0] if text else {}
+    if named_by:
+        named_causes = {c: w for c, w in named_causes.items() if kn.causes[c].branch in named_by}
+        naming = {c: w for c, w in naming.items() if kn.causes[c].branch in named_by}
     if named_causes:
         # a cause once per distinct word of its own (two words name it more surely than one)
         extracted = {**extracted, "mentions": sorted(c for c, w in named_causes.items()
                                                      for _ in range(min(2, len(w))))}
+    if naming:
         # words that name a cause name its branch too; not the GPUs compared ("works on one gpu
         # only"), which name no one branch
-        for cid, words in named_causes.items():
+        for cid, words in naming.items():
             words = [w for w in words if w not in compared_alone]
             if not words:
                 continue

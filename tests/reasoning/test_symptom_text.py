@@ -308,6 +308,25 @@ def test_a_remedy_that_did_not_help_answers_nothing(kn, text: str, heard: bool) 
     assert ("numerics.grad=exploding" in answers_said(text, kn)) is heard
 
 
+@pytest.mark.parametrize(("text", "branch", "cause"), [
+    # a remedy tried and failed names the problem it was tried for, though not its cause
+    ("我修改了max_split_size_mb也不行，加了--batch-size参数也不行，报同样错",
+     "oom", "oom.allocator_reserved_unallocated"),
+    ("setting max_split_size_mb to 128 did not help", "oom", "oom.allocator_reserved_unallocated"),
+    # near-misses: a word said not to be the problem names no branch
+    ("the GPU memory looks normal, it just stops", None, None),
+    ("there is no OOM, it just stops", None, None),
+])
+def test_a_failed_remedy_still_names_its_branch(kn, text: str, branch: str | None,
+                                                cause: str | None) -> None:
+    from kb.facts import Facts
+
+    facts, branches, _ = apply_text(Facts(symptom_text=text), kn)
+    assert next(iter(branches), None) == branch
+    # the remedy is no evidence of its own cause
+    assert cause not in (facts.mentions or [])
+
+
 @pytest.mark.parametrize(("text", "branches"), [
     # a stated period reads as the vocabulary's "every n steps" (periodic stalls)
     ("I found that there is waiting time every 1000 steps during training", ["gpu_util"]),
