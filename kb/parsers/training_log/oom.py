@@ -129,7 +129,7 @@ def oom(sc: LogScanner, line: str) -> None:
         set_fact(sc.facts, path, value, overwrite=True)
 
 
-def sized_oom_facts(text: str) -> dict[str, float]:
+def sized_oom_facts(text: str) -> dict[str, float | str]:
     """The sizes (``oom.*`` fact paths) of the first sized OOM message in ``text`` (either
     PyTorch wording, with "Tried to allocate"), or {} when it holds none: the numbers a user
     quotes from the message are the message's own."""
@@ -158,8 +158,9 @@ def _tf_request_mib(line: str) -> float | None:
 
 
 def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | None
-                ) -> dict[str, float]:
-    """The sizes a sized OOM message states, by fact path (empty for a sizes-free one)."""
+                ) -> dict[str, float | str]:
+    """The sizes a sized OOM message states, by fact path (empty for a sizes-free one), and
+    which wording stated them (its fragmentation hint differs by era)."""
     sizes: dict[str, float] = {}
     if not (m_new or m_old) and (req := _tf_request_mib(line)) is not None:
         sizes["tried"] = req
@@ -195,7 +196,11 @@ def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | N
                               - CONTEXT_ALLOWANCE_MIB)
     if "elsewhere" in sizes:
         sizes["elsewhere"] = round(max(0.0, sizes["elsewhere"]), 3)
-    out: dict[str, float] = {}
+    out: dict[str, float | str] = {}
+    if m_new:
+        out["oom.wording"] = "reserved_but_unallocated"
+    elif m_old:
+        out["oom.wording"] = "cached" if m_old.group(11) == "cached" else "reserved_in_total"
     for key, path in (
         ("tried", "tried_to_allocate_mib"), ("total", "total_capacity_mib"), ("free", "free_mib"),
         ("alloc", "allocated_mib"), ("reserved", "reserved_mib"), ("unalloc", "reserved_unallocated_mib"),
