@@ -793,8 +793,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     named_by = set(branches) | entered | ({facts.symptom} if facts.symptom else set())
     named_causes, said = named(plain, kn) if text else ({}, {})
     # a remedy said to have failed is no evidence of its cause, but it names the branch it was
-    # tried for ("max_split_size_mb 也不行")
-    naming = named(plain, kn, remedies=False)[0] if text else {}
+    # tried for ("max_split_size_mb 也不行"); the words are read again only when one is said
+    naming = (named(plain, kn, remedies=False)[0] if text and _FAILED_REMEDY.search(plain)
+              else named_causes)
     if named_by:
         named_causes = {c: w for c, w in named_causes.items() if kn.causes[c].branch in named_by}
         naming = {c: w for c, w in naming.items() if kn.causes[c].branch in named_by}
