@@ -213,12 +213,15 @@ def _invoke_inprocess(args: list[str]) -> tuple[int, str, str]:
     return res.exit_code, res.stdout, err
 
 
-def _invoke(files: list[Path], words: str | None) -> tuple[int, str, str]:
+def _invoke(files: list[Path], words: str | None,
+            source: str | None = None) -> tuple[int, str, str]:
     args = ["diagnose"]
     for f in files:
         args += ["--input", str(f)]
     if words:
         args += ["--symptom", words]
+    if source:  # a case the precedents hold is scored without its own words among them
+        args += ["--without-precedent", source]
     args += ["--format", "json"]
     if INVOKER == "inprocess":
         return _invoke_inprocess(args)
@@ -259,7 +262,7 @@ def run_kb(inc: Incident, mode: str) -> Run | None:
     files = inc.artifact_paths
     if not files and not words:
         return None
-    rc, out, err = _invoke(files, words)
+    rc, out, err = _invoke(files, words, inc.source)
     report, crashed = _parse(rc, out, err)
     refused: dict[str, str] = {}
     used = [f.name for f in files]
@@ -267,7 +270,7 @@ def run_kb(inc: Incident, mode: str) -> Run | None:
         # Find which artifacts kb refuses, then run on the ones it accepts.
         ok: list[Path] = []
         for f in files:
-            rc1, _out1, err1 = _invoke([f], None)
+            rc1, _out1, err1 = _invoke([f], None, inc.source)
             if rc1 == 2:
                 refused[f.name] = err1.strip()
             else:
@@ -276,7 +279,7 @@ def run_kb(inc: Incident, mode: str) -> Run | None:
             refused["<combined>"] = err.strip()
         used = [f.name for f in ok]
         if ok or words:
-            rc, out, err = _invoke(ok, words)
+            rc, out, err = _invoke(ok, words, inc.source)
             report, crashed2 = _parse(rc, out, err)
             crashed = crashed or crashed2
     return Run(

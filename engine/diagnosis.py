@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import os
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, Literal
 
 from dataclasses import dataclass, field
 
@@ -23,6 +23,9 @@ from .conditions import base_path, evaluate, evaluate_clause, flatten
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
 from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
+
+if TYPE_CHECKING:
+    from .precedents import Near, Precedents
 
 Status = Literal["confirmed", "hypotheses", "inconclusive", "healthy"]
 
@@ -37,6 +40,12 @@ MIN_RESEMBLANCE = 0.08
 #: higher, not any prior). Measured on both corpora: 10-20 rank alike and better than either
 #: order; likeness first let one shared word override a sevenfold prior
 RESEMBLANCE_WEIGHT = 15.0
+#: the nearest past cases' vote beside the likeness to the description, in the same units
+#: (README "How hypotheses are ranked")
+PRECEDENT_WEIGHT = 2.0
+#: the nearest past cases' vote for one branch (their summed cosine over NEAREST) that opens
+#: it when nothing else places the words
+MIN_PRECEDENT_BRANCH = 0.1
 
 
 # Plain dataclasses: these never cross the API boundary (kb.report words them into the
@@ -86,6 +95,8 @@ class CauseResult:
     leads_to: list[str] = field(default_factory=list)
     #: how much the user's words read like the cause's own description (0..1; ranking only)
     resemblance: float = 0.0
+    #: the vote of the past cases nearest the words that had this cause (0..1; ranking only)
+    precedent: float = 0.0
 
 
 @dataclass
@@ -111,6 +122,8 @@ class Diagnosis:
     facts: dict[str, Any]
     derived: dict[str, Any]
     fired: list[str]
+    #: the past cases whose words read most like the text (engine.precedents), closest first
+    precedents: list[Near] = field(default_factory=list)
 
     @property
     def confirmed(self) -> list[CauseResult]:
@@ -166,13 +179,15 @@ class Reasoner:
         self._below_answer = {key: {c for c, anc in up.items() if targets & anc}
                               for key, targets in below.items()}
         self._like: Any = None
+        self._cases: Precedents | None = None  # parsed on the first text
         hc = list(kn.sop.get("health_checks", []))
         self._health_order = {cid: i for i, cid in enumerate(hc)}
 
     def diagnose(self, facts: BaseModel | dict[str, Any],
                  extra_branches: dict[str, list[str]] | None = None,
                  fallback_branches: Callable[[], dict[str, list[str]]] | None = None,
-                 more_text: str = "", like_text: str | None = None) -> Diagnosis:
+                 more_text: str = "", like_text: str | None = None,
+                 without_precedents: Collection[str] = ()) -> Diagnosis:
         """Reason over ``facts`` (a Facts model or an already flattened dict). ``extra_branches``
         adds branches in play (e.g. from the user's own words) with the reasons to show;
         ``fallback_branches`` gives branches (e.g. named by the artifacts' text) to open only
@@ -181,7 +196,8 @@ class Reasoner:
         text of the inputs (an artifact's prose) read, with the user's words, for how much it
         resembles each cause's description (ties of evidence only); ``like_text``, when given,
         stands for the user's words in that reading (the caller may leave out what the words
-        say is not the problem)."""
+        say is not the problem). ``without_precedents``: sources of past cases left out of
+        the precedents (a case scored against the corpus that holds it)."""
         if isinstance(facts, dict):
             flat = dict(facts)
             symptom_given = "symptom" in flat or "symptom_text" in flat
@@ -221,13 +237,22 @@ class Reasoner:
         # the words, and any other text of the inputs (an artifact's prose) to read like a cause
         text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")
         like: dict[str, float] | None = None  # the text against every cause, read once
+        near: list[Near] = []
         if text.strip() and not any(root in run.reached for root in self._root_branch) and (
                 symptom_given or not self._measured(flat)):
-            # still no branch: the cause whose description the text reads like, when it reads
-            # clearly like one, opens its branch (hypotheses only)
+            # still no branch: the past cases the text reads like, when most of the nearest
+            # are of one branch, open that branch; else the cause whose description it reads
+            # clearly like opens its own (hypotheses only). Past cases first: they are how
+            # people describe a problem, which a cause's description is not (README "How
+            # hypotheses are ranked")
             like = self._resemblance().scores(text, self.kn.causes)
+            branch = self._precedent_branch(text, without_precedents, flat) if \
+                self.kn.precedents else None
             best = self._likest(like)
-            if best is not None:
+            if branch is not None:
+                extra = {branch[0]: [f"precedents:{s}" for s in branch[1]]}
+                run = self._runner.run(flat, {self.kn.branches[branch[0]].root})
+            elif best is not None:
                 extra = {self.kn.causes[best].branch: [f"resembles:{best}"]}
                 run = self._runner.run(flat, {self.kn.branches[b].root for b in extra})
 
@@ -265,6 +290,12 @@ class Reasoner:
             for r in results:
                 v = like.get(r.cause_id, 0.0)
                 r.resemblance = v if v >= MIN_RESEMBLANCE else 0.0
+            if self.kn.precedents:
+                near = self._precedents().nearest(text, without=without_precedents, known=True)
+                votes = self._precedents().votes(near)
+                tried = set(flat.get("tried") or ())  # a remedy said to have failed
+                for r in results:
+                    r.precedent = 0.0 if r.cause_id in tried else votes.get(r.cause_id, 0.0)
         self._score(results)
         # among equally supported hypotheses, the branch the inputs name most strongly first:
         # one a measured fact enters, then those the words or messages name, in their order
@@ -296,7 +327,7 @@ class Reasoner:
         derived.update({f"reached.{n}": True for n in run.reached})
         return Diagnosis(status=status, branches=branches, branch_reasons=branch_reasons,
                          results=results, next_checks=next_checks, facts=flat,
-                         derived=derived, fired=run.fired)
+                         derived=derived, fired=run.fired, precedents=near)
 
     # -- classification ---------------------------------------------------------------------
 
@@ -421,6 +452,35 @@ class Reasoner:
             self._like = Resemblance(self.kn)
         return self._like
 
+    def _precedent_branch(self, text: str, without: Collection[str],
+                          flat: dict[str, Any]) -> tuple[str, list[str]] | None:
+        """The branch most of the past cases nearest ``text`` were of, with their sources:
+        None unless its vote reaches :data:`MIN_PRECEDENT_BRANCH` and at least half of the
+        nearest cases are of it. Never a branch the stated setup rules out for words (its
+        ``words_void_when``: "it hangs" on one GPU is no collective's hang)."""
+        near = self._precedents().nearest(text, without=without)
+        votes = {b: v for b, v in self._precedents().branch_votes(near).items()
+                 if b in self.kn.branches and not self._void(b, flat)}
+        if not votes:
+            return None
+        branch = max(votes, key=lambda b: (votes[b], -list(self.kn.branches).index(b)))
+        of = [n.source for n in near if n.branch == branch]
+        if votes[branch] < MIN_PRECEDENT_BRANCH or 2 * len(of) < len(near):
+            return None
+        return branch, of[:3]
+
+    def _void(self, branch: str, flat: dict[str, Any]) -> bool:
+        void = self.kn.branches[branch].words_void_when
+        return bool(void) and all(evaluate_clause(c, flat, self.kn, self.overrides) is True
+                                  for c in void)
+
+    def _precedents(self) -> Precedents:
+        if self._cases is None:
+            from .precedents import Precedents  # built once, on the first text
+
+            self._cases = Precedents(self.kn.precedents or '{"idf":{},"cases":[]}')
+        return self._cases
+
     def _rank(self, r: CauseResult, branch_strength: tuple[int, int, int] = (0, 0, 0)) -> tuple:
         state_order = {"confirmed": 0, "hypothesis": 1, "ruled_out": 2}[r.state]
         cause = self.kn.causes[r.cause_id]
@@ -436,7 +496,8 @@ class Reasoner:
         # when the evidence ties: the branch the inputs name with more words, then the prior
         # and the likeness of the words to the cause's description together, then the order
         # the branches were named in
-        likely = math.log(self._prior[r.cause_id]) + RESEMBLANCE_WEIGHT * r.resemblance
+        likely = math.log(self._prior[r.cause_id]) + RESEMBLANCE_WEIGHT * (
+            r.resemblance + PRECEDENT_WEIGHT * r.precedent)
         return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
                 -round(likely, 9), branch_strength[2], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)

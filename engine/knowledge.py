@@ -9,6 +9,8 @@ Layout of a knowledge directory (``graphs/``)::
     references.yaml             the reference index (groups and entries)
     sop.yaml                    the agent SOP: triggers, steps, hard rules, output contract
     report.yaml                 report wording (conclusion sentences, headings)
+    observed.yaml               how often each cause was behind a real incident (optional)
+    precedents.yaml             past cases' words and established causes (optional)
 
 The loader globs these paths (no registry), validates every file with the models below and
 reports every problem with its file and entry. It knows nothing about the rule engine.
@@ -395,6 +397,20 @@ class Observed(_Model):
         return self
 
 
+class Precedent(_Model):
+    """A past case whose cause was established (``precedents.yaml``, written by a script from
+    a corpus of public incidents, never by hand): its words weigh hypotheses by likeness,
+    never as evidence."""
+
+    #: where the case was reported (a public thread): a plain http(s) URL
+    source: str = Field(pattern=r"^https?://[^\s<>\"'`]+$")
+    branch: str
+    #: the causes accepted as its answer (none: its cause was outside the knowledge)
+    accepted: list[str] = Field(default_factory=list)
+    #: what the reporter said, before the cause was known
+    words: str = Field(min_length=1)
+
+
 class Knowledge(_Model):
     """The whole validated knowledge base. Built by :func:`load`, never by hand."""
 
@@ -417,6 +433,10 @@ class Knowledge(_Model):
     descriptions: str | None = None
     #: how often each cause was behind a real incident (None: no observed.yaml)
     observed: Observed | None = None
+    #: past cases' words as TF-IDF (:func:`engine.precedents.index_precedents`), built by
+    #: :func:`load` from ``precedents.yaml`` and cached as one JSON text, parsed only by a
+    #: diagnosis with text (None: no precedents)
+    precedents: str | None = None
 
     def prior(self) -> dict[str, float]:
         """Each cause's share of its branch's incidents, the prior that orders hypotheses of
@@ -557,18 +577,22 @@ def load(root: str | os.PathLike[str], *, use_cache: bool = True) -> Knowledge:
                 return kn
         except (OSError, ValueError):  # a damaged or foreign cache is rebuilt
             pass
-    kn = _load_uncached(root, digest)
+    kn, cases = _load_uncached(root, digest)
     from .steps import compute_index  # networkx: only when the knowledge is (re)built
 
+    from .precedents import index_precedents
     from .resemblance import describe_causes
 
-    kn = kn.model_copy(update={"index": compute_index(kn), "descriptions": describe_causes(kn)})
+    kn = kn.model_copy(update={
+        "index": compute_index(kn), "descriptions": describe_causes(kn),
+        "precedents": index_precedents((c.source, c.branch, c.accepted, c.words) for c in cases)
+        if cases else None})
     if cache is not None:
         _write_cache(cache, kn)
     return kn
 
 
-def _load_uncached(root: Path, digest: str) -> Knowledge:
+def _load_uncached(root: Path, digest: str) -> tuple[Knowledge, list[Precedent]]:
     problems: list[str] = []
 
     def model(cls: type[BaseModel], data: Any, place: str) -> Any:
@@ -654,6 +678,27 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
                         for cid in observed.accepted if cid not in causes)
         problems.extend(f"{observed_file} incidents: unknown branch '{b}'"
                         for b in observed.incidents if b not in branches)
+    cases: list[Precedent] = []
+    cases_file = root / "precedents.yaml"
+    if cases_file.exists():
+        data = _read_yaml(cases_file)
+        if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+            problems.append(f"{cases_file}: expected a mapping with a list 'cases'")
+        else:
+            sources: set[str] = set()
+            for i, entry in enumerate(data["cases"]):
+                case = model(Precedent, entry, f"{cases_file} cases[{i}]")
+                if case is None:
+                    continue
+                where = f"{cases_file} cases[{i}]"
+                if case.source in sources:
+                    problems.append(f"{where}: duplicate source '{case.source}'")
+                sources.add(case.source)
+                if case.branch not in branches:
+                    problems.append(f"{where} branch: unknown branch '{case.branch}'")
+                problems.extend(f"{where} accepted: unknown cause '{cid}'"
+                                for cid in case.accepted if cid not in causes)
+                cases.append(case)
     order = (sop.get("classify") or {}).get("branches") or []
     rank = {b: i for i, b in enumerate(order)}
     branches = dict(sorted(branches.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
@@ -664,7 +709,7 @@ def _load_uncached(root: Path, digest: str) -> Knowledge:
         root=str(root), digest=digest, branches=branches, causes=dict(sorted(causes.items())),
         checks=checks, thresholds=thresholds, references=references, ref_groups=ref_groups,
         sop=sop, report_text=report_text, fact_schema=fact_schema, observed=observed,
-    )
+    ), cases
 
 
 def iter_conditions(clauses: list[Clause]) -> list[Condition]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Union
 
@@ -140,6 +140,7 @@ def diagnose(
     overrides: Mapping[str, float] | None = None,
     knowledge: Knowledge | None = None,
     llm: Any = None,
+    without_precedents: Collection[str] = (),
 ) -> Report:
     """Diagnose a job and return the worded :class:`Report`; the whole operation.
 
@@ -148,7 +149,8 @@ def diagnose(
     :class:`Blob` (name + data); formats are detected (``input_format`` forces one).
     ``symptom``: the problem in the user's words (en or zh). ``overrides`` replaces thresholds
     by id (``{"gpu_util.low": 60}``). ``llm`` (a model name or an ``LlmOptions``) phrases the
-    report with a verified LLM answer. Raises :class:`kb.KbError` subclasses; prints nothing.
+    report with a verified LLM answer. ``without_precedents``: sources of past incidents left
+    out of the precedents (to score a case the corpus holds). Raises :class:`kb.KbError` subclasses; prints nothing.
     """
     if lang not in ("en", "zh"):
         raise InputError("lang", f"unknown language {lang!r}", "Use en or zh")
@@ -157,7 +159,8 @@ def diagnose(
                          "Give facts, inputs (artifacts) or a symptom in words")
     kn = knowledge or load_knowledge()
     g = gather(facts, inputs=inputs, input_format=input_format, symptom=symptom)
-    return report_for(g, kn, lang=lang, overrides=overrides, llm=llm)
+    return report_for(g, kn, lang=lang, overrides=overrides, llm=llm,
+                      without_precedents=without_precedents)
 
 
 def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
@@ -198,7 +201,8 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
 
 
 def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
-               overrides: Mapping[str, float] | None = None, llm: Any = None) -> Report:
+               overrides: Mapping[str, float] | None = None, llm: Any = None,
+               without_precedents: Collection[str] = ()) -> Report:
     """Reason over gathered facts and word the report (the second half of :func:`diagnose`)."""
     f = g.facts
     r = reasoner(kn, overrides)
@@ -228,7 +232,8 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
 
         like_text = without_failed_remedies(f.symptom_text)
     d = r.diagnose(f, extra_branches=extra, fallback_branches=fallback,
-                   more_text=g.prose[:PROSE_FOR_RESEMBLANCE], like_text=like_text)
+                   more_text=g.prose[:PROSE_FOR_RESEMBLANCE], like_text=like_text,
+                   without_precedents=frozenset(without_precedents))
     for b, why in d.branch_reasons.items():  # say why a branch opened on the text alone
         words = [w.split(":", 1)[1] for w in why if w.startswith("artifact_text:")]
         if words:
@@ -242,6 +247,11 @@ def report_for(g: Gathered, kn: Knowledge, *, lang: str = "en",
         if like:
             warn.append(f"text: {b} <- reads like '{kn.causes[like[0]].title.get(lang)}' (no word, "
                         "fact or message named a branch; hypotheses only)")
+        past = [w.split(":", 1)[1] for w in why if w.startswith("precedents:")]
+        if past:
+            warn.append(f"text: {b} <- reads like past incidents of this kind ({', '.join(past)}; "
+                        "no word, fact, message or cause's description named a branch; "
+                        "hypotheses only)")
     rep = ReportBuilder(kn, lang, r.overrides).build(
         d, f, warnings=warn, inputs=dict(g.sources), kb_version=__version__,
         conflicts=g.conflicts)

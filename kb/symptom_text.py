@@ -143,7 +143,10 @@ _DEVICE_MEMORY = re.compile(
     r"(?:\W+\w+){0,4}?\W+(?:runs? out|ran out|running out|is full|was full|exceed\w*|exhausted|"
     r"not enough|insufficient|overflow\w*|is not enough)|"
     r"(?:not enough|insufficient) (?:gpu memory|vram|video memory)|"
-    r"显存(?:不足|不够|溢出|爆|满|占满|耗尽)|爆显存|gpu ?内存(?:不足|不够|溢出|爆|满)")
+    # or the card's memory named as what fills up ("VRAM usage keeps growing", "显存占用特别高")
+    r"\b(?:gpu memory|vram|video memory) (?:usage|use|consumption)\b|"
+    r"显存\w{0,2}?(?:不足|不够|溢出|爆|满|占满|耗尽)|显存(?:占用|使用|用量)|爆显存|"
+    r"gpu ?内存(?:不足|不够|溢出|爆|满)|gpu ?(?:已满|满了)")
 _HOST_MEMORY = re.compile(r"\bram\b|\bcpu memory\b|\bhost memory\b|\bsystem memory\b|"
                           r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|(?<!gpu)(?<!gpu )内存")
 #: a focus adverb inside a phrase ("the model runs only on CPU", "it is just in fp16"): the
@@ -325,6 +328,28 @@ def without_failed_remedies(text: str) -> str:
     return _FAILED_REMEDY.sub(" ", text)
 
 
+_LIKENESS: dict[str, Any] = {}
+
+
+def remedies_tried(text: str, kn: Knowledge) -> set[str]:
+    """The causes whose remedy ``text`` says was tried and did not help: for each such clause,
+    the cause whose description it reads most like ("lowering the learning rate did not help":
+    a learning rate too high), when it reads like one at all."""
+    from kb.engine.diagnosis import MIN_RESEMBLANCE
+    from kb.engine.resemblance import Resemblance
+
+    like = _LIKENESS.get(kn.digest + kn.root)
+    if like is None:
+        like = _LIKENESS[kn.digest + kn.root] = Resemblance(kn)
+    out: set[str] = set()
+    for m in _FAILED_REMEDY.finditer(text):
+        scores = like.scores(m.group(0), kn.causes)
+        best = max(scores, key=lambda c: (scores[c], c), default=None)
+        if best is not None and scores[best] >= MIN_RESEMBLANCE:
+            out.add(best)
+    return out
+
+
 def _negated(low: str, a: int, b: int, remedies: bool = True) -> bool:
     """Whether the word at ``low[a:b]`` is said not to be the problem; with ``remedies`` also
     when it is a remedy said to have failed."""
@@ -332,6 +357,16 @@ def _negated(low: str, a: int, b: int, remedies: bool = True) -> bool:
         return True
     return remedies and bool(_REMEDY_BEFORE.search(low[max(0, a - 28):a])
                              or _REMEDY_AFTER.match(low[b:b + 60]))
+
+
+#: verbs that take 小/大 into one word: 减小, 缩小, 调小, 变小, 加大, 增大, 调大, 变大, 放大, 扩大
+_ZH_SIZE_VERB = frozenset("减缩调变加增放扩")
+
+
+def _zh_verb(low: str, i: int, word: str) -> bool:
+    """Whether a Chinese word starting with 小/大 at ``low[i]`` is the tail of a verb ("减小
+    batch size" is to reduce the batch, not "a small batch")."""
+    return word[:1] in ("小", "大") and i > 0 and low[i - 1] in _ZH_SIZE_VERB
 
 
 def _spans(low: str, vocab: Any, remedies: bool = True) -> list[tuple[str, int, int]]:
@@ -354,7 +389,7 @@ def _spans(low: str, vocab: Any, remedies: bool = True) -> list[tuple[str, int, 
                 found.append((w, *m.span()))
         else:
             i = low.find(wl)
-            while i >= 0 and _negated(low, i, i + len(wl), remedies):
+            while i >= 0 and (_negated(low, i, i + len(wl), remedies) or _zh_verb(low, i, wl)):
                 i = low.find(wl, i + 1)
             if i >= 0:
                 found.append((w, i, i + len(wl)))
@@ -794,11 +829,16 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     named_causes, said = named(plain, kn) if text else ({}, {})
     # a remedy said to have failed is no evidence of its cause, but it names the branch it was
     # tried for ("max_split_size_mb 也不行"); the words are read again only when one is said
-    naming = (named(plain, kn, remedies=False)[0] if text and _FAILED_REMEDY.search(plain)
-              else named_causes)
+    failed = bool(text) and _FAILED_REMEDY.search(plain) is not None
+    naming = named(plain, kn, remedies=False)[0] if failed else named_causes
     if named_by:
         named_causes = {c: w for c, w in named_causes.items() if kn.causes[c].branch in named_by}
         naming = {c: w for c, w in naming.items() if kn.causes[c].branch in named_by}
+    tried = sorted(set(naming) - set(named_causes) | (remedies_tried(plain, kn) if failed
+                                                        else set()))
+    if tried:
+        # their remedy was tried and did not help: no likeness weighs them up
+        extracted = {**extracted, "tried": tried}
     if named_causes:
         # a cause once per distinct word of its own (two words name it more surely than one)
         extracted = {**extracted, "mentions": sorted(c for c, w in named_causes.items()

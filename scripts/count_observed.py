@@ -1,16 +1,23 @@
-"""Count how often each cause was behind a real incident, for the ranking prior.
+"""Count how often each cause was behind a real incident, and keep their words, for ranking.
 
 Reads every ``incident.yaml`` of the corpora of real incidents (``tests/incidents`` and
-``tests/heldout``: public threads with an established cause) and writes
-``graphs/observed.yaml``: per branch, how many incidents the corpus holds, and per cause, in how
-many an expert accepts it as the answer. kb orders hypotheses of equal evidence by these counts
-plus the cause's ``prevalence`` (a few incidents of belief). Never edit the file by hand: run
+``tests/heldout``: public threads with an established cause) and writes two knowledge files:
 
-    python scripts/count_observed.py            # rewrite graphs/observed.yaml
-    python scripts/count_observed.py --check    # exit 1 when it is out of date (CI)
+- ``graphs/observed.yaml``: per branch, how many incidents the corpus holds, and per cause, in
+  how many an expert accepts it as the answer. kb orders hypotheses of equal evidence by these
+  counts plus the cause's ``prevalence`` (a few incidents of belief).
+- ``graphs/precedents.yaml``: each incident with words, its source, branch, accepted
+  causes and the reporter's words; the nearest of them lend their causes weight among tied
+  hypotheses, and their branch to words nothing else places (``engine/precedents.py``).
 
-Cases gathered after the file was written (a new held-out batch) do not count until it is
-rewritten, so a batch is scored before its answers reach the prior.
+Never edit the files by hand: run
+
+    python scripts/count_observed.py            # rewrite both files
+    python scripts/count_observed.py --check    # exit 1 when either is out of date (CI)
+
+Cases gathered after the files were written (a new held-out batch) do not count until they are
+rewritten, so a batch is scored before its answers reach the prior or the precedents. A case
+already in them is scored without its own precedent (``kb diagnose --without-precedent``).
 """
 
 from __future__ import annotations
@@ -25,23 +32,35 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 CORPORA = ("tests/incidents", "tests/heldout")
 OUT = ROOT / "graphs" / "observed.yaml"
+CASES_OUT = ROOT / "graphs" / "precedents.yaml"
 HEADER = """\
 # How often each cause was an accepted answer among real incidents of its branch (public
 # threads with an established cause). Written by scripts/count_observed.py; do not edit.
 # A prior for ordering hypotheses of equal evidence, never evidence.
 """
+CASES_HEADER = """\
+# Real incidents (public threads with an established cause): the reporter's words and the
+# causes accepted for them. Written by scripts/count_observed.py; do not edit. The nearest
+# cases to a text lend their causes weight among tied hypotheses, never evidence.
+"""
+
+
+def _cases(root: Path) -> list[dict]:
+    out = []
+    for corpus in CORPORA:
+        for path in sorted((root / corpus).glob("*/*/incident.yaml")):
+            out.append(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return out
 
 
 def count(root: Path = ROOT) -> dict:
     """The counts over the corpora under ``root``, as the file's mapping."""
     incidents: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
-    for corpus in CORPORA:
-        for path in sorted((root / corpus).glob("*/*/incident.yaml")):
-            case = yaml.safe_load(path.read_text(encoding="utf-8"))
-            expected = case["expected"]
-            incidents[expected["branch"]] += 1
-            accepted.update(dict.fromkeys(expected.get("accepted") or (), 1))
+    for case in _cases(root):
+        expected = case["expected"]
+        incidents[expected["branch"]] += 1
+        accepted.update(dict.fromkeys(expected.get("accepted") or (), 1))
     return {
         "source": f"{' + '.join(CORPORA)}: {sum(incidents.values())} incidents",
         "incidents": dict(sorted(incidents.items())),
@@ -49,24 +68,39 @@ def count(root: Path = ROOT) -> dict:
     }
 
 
-def render(data: dict) -> str:
-    return HEADER + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+def precedents(root: Path = ROOT) -> dict:
+    """The incidents with words, as the precedents file's mapping (one whose cause was outside
+    the knowledge has no accepted cause: it tells the branch only)."""
+    cases = []
+    for case in _cases(root):
+        expected = case["expected"]
+        words = " ".join(str(case.get("words") or "").split())
+        if words:
+            cases.append({"source": str(case["source"]).strip(), "branch": expected["branch"],
+                          "accepted": list(expected["accepted"]), "words": words})
+    return {"source": f"{' + '.join(CORPORA)}: {len(cases)} incidents with words",
+            "cases": sorted(cases, key=lambda c: c["source"])}
+
+
+def render(data: dict, header: str = HEADER) -> str:
+    return header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true",
-                    help="exit 1 when graphs/observed.yaml differs from the corpora")
+                    help="exit 1 when either file differs from the corpora")
     args = ap.parse_args(argv)
-    text = render(count())
+    files = {OUT: render(count()), CASES_OUT: render(precedents(), CASES_HEADER)}
     if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print(f"{OUT}: out of date; run python scripts/count_observed.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
+        stale = [p for p, text in files.items()
+                 if (p.read_text(encoding="utf-8") if p.exists() else "") != text]
+        for p in stale:
+            print(f"{p}: out of date; run python scripts/count_observed.py", file=sys.stderr)
+        return 1 if stale else 0
+    for p, text in files.items():
+        p.write_text(text, encoding="utf-8")
+        print(f"wrote {p}")
     return 0
 
 

@@ -57,6 +57,12 @@ def test_slugs_unique():
     assert not dup, f"duplicate slugs: {dup}"
 
 
+def test_sources_unique():
+    # one thread is one case: a second copy in the other corpus would score its own words
+    dup = [s for s, n in Counter(i.source.strip() for i in INCIDENTS).items() if n > 1]
+    assert not dup, f"a thread in the corpora twice: {dup}"
+
+
 @pytest.mark.parametrize("inc", INCIDENTS, ids=IDS)
 def test_schema(inc, cause_ids):
     missing = [k for k in REQUIRED if k not in inc.raw]

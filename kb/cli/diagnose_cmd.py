@@ -151,6 +151,7 @@ def diagnose(
     redact_hosts: Annotated[bool, typer.Option("--redact-hosts", help="also redact host names and IPs before sending")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="neither read nor write the LLM answer cache (~/.cache/kb/llm; also KB_NO_CACHE=1)")] = False,
     llm_strict: Annotated[bool, typer.Option("--llm-strict", help="exit 4 instead of falling back when the LLM answer is not used")] = False,
+    without_precedent: Annotated[Optional[list[str]], typer.Option("--without-precedent", help="leave this past incident (its source URL) out of the precedents, e.g. to score a case the corpus already holds; repeatable")] = None,
 ) -> None:
     """Diagnose a job from its facts and/or raw artifacts.
 
@@ -179,7 +180,8 @@ def diagnose(
     from kb.api import report_for
 
     report = report_for(got, kb.load_knowledge(), lang=resolve_lang(lang.value, symptom),
-                        overrides=overrides, llm=llm_opts)
+                        overrides=overrides, llm=llm_opts,
+                        without_precedents=frozenset(without_precedent or ()))
     f = got.facts
     if llm_dry_run:
         # the library returns the request it would send; printing it is the CLI's job

@@ -16,12 +16,16 @@ if TYPE_CHECKING:  # the model is built from the knowledge on first use, not at 
     from pydantic import BaseModel as Facts
 from kb.engine.knowledge import Condition, Knowledge
 from kb.report.model import (
-    Evidence, Finding, FixOut, Hypothesis, NextCheck, Ref, Report, RuledOut, VerifyOut,
+    Evidence, Finding, FixOut, Hypothesis, NextCheck, PastIncident, Ref, Report, RuledOut,
+    VerifyOut,
 )
 from kb.facts import fact_units
 from kb.report.wording import fact_name
 
 MAX_ROWS_EVIDENCE = 6
+#: past incidents shown, and the likeness of their words to the user's they need
+PAST_INCIDENTS_SHOWN = 3
+PAST_INCIDENT_SIMILARITY = 0.25
 
 
 def _json_safe(v: Any) -> Any:
@@ -124,7 +128,8 @@ class ReportBuilder:
                            holding=self.evidence_list(r.conditions),
                            missing=r.missing, evidence=r.evidence, signature=r.signature,
                            mentioned=r.mentioned, said=list(r.said),
-                           resemblance=r.resemblance) for r in d.hypotheses]
+                           resemblance=r.resemblance, precedent=r.precedent)
+                for r in d.hypotheses]
         ruled = [RuledOut(cause_id=r.cause_id, branch=r.branch,
                           title=self.kn.causes[r.cause_id].title.get(self.lang),
                           because=self._because(r))
@@ -148,7 +153,19 @@ class ReportBuilder:
                       branch_reasons={b: list(v) for b, v in sorted(d.branch_reasons.items())},
                       findings=findings,
                       hypotheses=hyps, ruled_out=ruled, next_checks=checks, question=question,
-                      conclusion=conclusion, warnings=warnings, inputs=inputs)
+                      conclusion=conclusion, warnings=warnings, inputs=inputs,
+                      past_incidents=self.past_incidents(d, findings, hyps))
+
+    @staticmethod
+    def past_incidents(d: Diagnosis, findings: list[Finding],
+                       hyps: list[Hypothesis]) -> list[PastIncident]:
+        """The nearest past incidents with a cause the report shows, that read clearly like
+        the words (a real thread to compare with, not a reason)."""
+        shown = {f.cause_id for f in findings} | {h.cause_id for h in hyps}
+        out = [PastIncident(source=n.source, branch=n.branch, causes=list(n.causes),
+                            similarity=n.similarity) for n in d.precedents
+               if n.similarity >= PAST_INCIDENT_SIMILARITY and shown & set(n.causes)]
+        return out[:PAST_INCIDENTS_SHOWN]
 
     def conclusion(self, status: str, findings: list[Finding], hyps: list[Hypothesis],
                    ruled: list[RuledOut], checks: list[NextCheck], d: Diagnosis,

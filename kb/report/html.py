@@ -329,6 +329,12 @@ def render(report: Report, kn: Knowledge, facts: Any = None) -> str:
                      f"<br>{_e(t('labels', 'missing'))}{colon}{miss or _e(t('labels', 'none'))}"
                      + (f"<br>{_e(label(kn, 'settles', lang))}{colon}{by}" if by else "") + "</li>")
         h.append("</ul>")
+    if report.past_incidents:
+        h.append(f"<h2>{_e(t('headings', 'past_incidents'))}</h2><ul>")
+        for p in report.past_incidents:
+            causes = t("punct", "list").join(f"<code>{_e(c)}</code>" for c in p.causes)
+            h.append(f'<li><a href="{_e(p.source)}">{_e(p.source)}</a>{colon}{causes}</li>')
+        h.append("</ul>")
     if report.ruled_out:
         heading = label(kn, "passed", lang) if report.status == "healthy" else t("headings", "ruled_out")
         h.append(f"<h2>{_e(heading)}</h2><ul>")

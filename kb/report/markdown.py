@@ -221,6 +221,14 @@ def render(report: Report, kn: Knowledge) -> str:
             lines.append(f"- **{esc(h.title)}** ({code(h.cause_id, False)}){colon}"
                          f"{t('labels', 'missing')}{colon}{miss}{tail}")
         lines.append("")
+    if report.past_incidents:
+        lines.append(f"### {t('headings', 'past_incidents')}")
+        lines.append("")
+        for p in report.past_incidents:
+            causes = comma.join(code(c, False) for c in p.causes)
+            # an autolink is literal (no escapes); the knowledge holds only plain http(s) URLs
+            lines.append(f"- <{p.source}>{colon}{causes}")
+        lines.append("")
     if report.ruled_out:
         heading = label(kn, "passed", lang) if report.status == "healthy" else t("headings", "ruled_out")
         lines.append(f"### {heading}")

@@ -86,6 +86,9 @@ class Hypothesis(_Out):
     #: how much the user's words read like the cause's own description (TF-IDF cosine, 0
     #: below noise); breaks ties of evidence, never confirms
     resemblance: float = 0.0
+    #: the vote of the past incidents nearest the words that had this cause (0..1); breaks
+    #: ties of evidence, never confirms
+    precedent: float = 0.0
 
 
 class RuledOut(_Out):
@@ -123,6 +126,16 @@ class LlmInfo(_Out):
     request_text: str | None = None
 
 
+class PastIncident(_Out):
+    """A public incident whose cause was established and whose words read like the user's."""
+
+    source: str
+    branch: str
+    causes: list[str]
+    #: TF-IDF cosine of its words with the user's (0..1)
+    similarity: float = Field(ge=0, le=1)
+
+
 class Report(_Out):
     """The answer of :func:`kb.diagnose`. Text fields are in the report's language."""
 
@@ -142,5 +155,7 @@ class Report(_Out):
     conclusion: list[str] = Field(min_length=3, max_length=3)
     warnings: list[str] = Field(default_factory=list)
     inputs: dict[str, str] = Field(default_factory=dict)
+    #: past incidents that read like this one and had a cause shown here, closest first
+    past_incidents: list[PastIncident] = Field(default_factory=list)
     markdown: str | None = Field(None, description="the LLM-phrased Markdown, when verified")
     llm: LlmInfo | None = None

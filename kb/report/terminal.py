@@ -363,6 +363,10 @@ def render(report: Report, kn: Knowledge, *, width: int | None = None,
                 body.append(f"\n{label(kn, 'settles', lang)}{colon}"
                             + t("punct", "list").join(settles[h.cause_id]))
             bullet(body)
+    if report.past_incidents:
+        heading(t("headings", "past_incidents"))
+        for p in report.past_incidents:
+            bullet(Text(p.source) + Text(f"  {t('punct', 'list').join(p.causes)}", style="dim"))
     if report.ruled_out:
         healthy = report.status == "healthy"
         heading(label(kn, "passed", lang) if healthy else t("headings", "ruled_out"))

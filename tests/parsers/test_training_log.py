@@ -444,9 +444,15 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
     ("2023-05-01 | WARNING | fairseq.trainer | | WARNING: ran out of memory with exception: CUDA out of memory. "
      "Tried to allocate 20.00 MiB", True),
     ("WARNING: ran out of memory, skipping batch", True),
+    # PaddlePaddle paddle/fluid/memory/allocation/cuda_allocator.cc (1.x and 2.x wordings)
+    ("Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory is only ",
+     True),
+    ("ResourceExhaustedError: Out of memory error on GPU 1. Cannot allocate 256.000000MB memory on GPU 1, "
+     "15.719543GB memory has been allocated and available memory is only 63.437500MB.", True),
     # near-misses: a warning about memory that is no failure, pinned host memory, and another
     # runtime error of the same call
     ("WARNING: running out of memory soon, consider a smaller batch", False),
+    ("Please check whether there is any other process using GPU 0.", False),
     ("cudaMallocHost failed: out of memory", False),
     ("[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): an illegal memory access was encountered", False),
 ])
@@ -454,6 +460,19 @@ def test_a_failed_cuda_allocation_call_is_an_oom(line: str, oom: bool) -> None:
     a, b = _both(line + "\n")
     assert same(a, b)
     assert (a.get("oom", {}).get("occurred") is True) is oom
+
+
+@pytest.mark.parametrize(("line", "tried", "free"), [
+    ("Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory is only ",
+     1568.0, None),
+    ("Out of memory error on GPU 1. Cannot allocate 256.000000MB memory on GPU 1, 15.719543GB memory has "
+     "been allocated and available memory is only 63.437500MB.", 256.0, 63.438),
+])
+def test_paddles_oom_states_its_sizes(line: str, tried: float, free: float | None) -> None:
+    a, b = _both(line + "\n")
+    assert same(a, b)
+    assert a["oom"]["tried_to_allocate_mib"] == tried
+    assert a["oom"].get("free_mib") == free
 
 
 @pytest.mark.parametrize(("text", "step"), [

@@ -413,6 +413,20 @@ def test_a_failed_remedy_is_left_out_of_the_likeness_reading(text: str, kept: st
     assert without_failed_remedies("the learning rate is too high") == "the learning rate is too high"
 
 
+@pytest.mark.parametrize(("text", "tried"), [
+    ("loss became nan; lowering the learning rate did not help", {"numerics.lr_too_high"}),
+    ("CUDA OOM; setting max_split_size_mb did not help", {"oom.fragmentation"}),
+    ("改了 max_split_size_mb 也不行", {"oom.fragmentation"}),
+    # near-misses: a remedy that worked, and no remedy at all
+    ("lowering the learning rate fixed it", set()),
+    ("loss becomes nan after 200 steps", set()),
+])
+def test_a_failed_remedy_names_the_cause_it_was_tried_for(kn, text: str, tried: set[str]) -> None:
+    from kb.symptom_text import remedies_tried
+
+    assert remedies_tried(text, kn) == tried
+
+
 def test_a_learning_rate_said_not_to_help_does_not_lead() -> None:
     import kb
 
@@ -852,11 +866,17 @@ def test_a_progress_bars_rate_in_a_log_names_no_branch(kn) -> None:
     ("not enough VRAM to load the model", True),
     ("训练到一半显存不足", True),
     ("GPU内存不足", True),
+    # the card's memory named as what fills up, and its running out a word away
+    ("训练 13B 模型，显存占用特别高", True),
+    ("VRAM usage keeps growing until the process crashes", True),
+    ("32g显存直接溢出了", True),
     # near-misses: the card's size or a flag named, not its memory running out; the host's
     # memory named beside it; host RAM alone
     ("It should run, as there is 24gb vRAM. It fails on oom. I tried gpu-memory-utilization 0.9", False),
     ("CUDA out of memory, and my 32GB RAM is full too", False),
     ("内存爆了，进程被kill", False),
+    ("显存占用不高，内存占用特别高", False),
+    ("GPU memory utilization is only 30 %", False),
 ])
 def test_which_memory_ran_out_said(text: str, device: bool) -> None:
     assert (extract(text).get("oom", {}).get("device_memory_said") is True) is device
@@ -932,3 +952,27 @@ def test_half_precision_alone_does_not_lead_with_the_attention_softmax(kn) -> No
                                                            "loss": [2.1, 2.0, float("nan")]}},
                       knowledge=kn)
     assert [h.cause_id for h in rep.findings + rep.hypotheses][0] == "numerics.attention_softmax"
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    # a word starting with 小/大 after a verb that takes it in ("减小 batch size": reduce the batch)
+    ("减小 batch size 也无法解决", False),
+    ("缩小 batch 之后还是慢", False),
+    # near-misses: the small batch itself
+    ("小 batch 训练 GPU 利用率低", True),
+    ("用的是小 batch，速度很慢", True),
+])
+def test_a_chinese_size_verb_is_not_its_adjective(kn, text: str, named: bool) -> None:
+    from kb.symptom_text import name_causes
+
+    assert ("gpu_util.launch_bound" in name_causes(text, kn)) is named
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    ("训练过程中提示 GPU 已满", "oom"),
+    ("跑到一半 gpu满了", "oom"),
+    # near-miss: the card busy, not full
+    ("GPU 使用率已经很高了，但训练还是很慢", "gpu_util"),
+])
+def test_the_card_said_full_is_an_oom(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch

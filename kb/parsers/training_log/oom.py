@@ -74,7 +74,18 @@ _OOM_BARE = re.compile(
     # ("... skipping batch. if this happens frequently, decrease batchsize ..."), Boltz's
     # model.py; the batch is skipped, so the run may go on
     r"|WARNING: ran out of memory(?:, skipping batch| with exception)"
+    # PaddlePaddle's allocators (paddle/fluid/memory/allocation/cuda_allocator.cc and the
+    # virtual-memory / managed allocators beside it): "Out of memory error on GPU 0. Cannot
+    # allocate 1.531250GB memory on GPU 0, [N memory has been allocated and] available memory
+    # is only 416.625000MB."
+    r"|Out of memory error on GPU \d+\. Cannot allocate"
 )
+#: PaddlePaddle's sizes (string::HumanReadableSize: 1024-based B/KB/MB/GB/TB, six decimals)
+_PADDLE_SIZES = re.compile(
+    r"Out of memory error on GPU \d+\. Cannot allocate ([\d.]+) ?(B|KB|MB|GB|TB) memory on GPU "
+    r"\d+,(?: [\d.]+ ?(?:B|KB|MB|GB|TB) memory has been allocated and)? available memory is only"
+    r"(?: ([\d.]+) ?(B|KB|MB|GB|TB)\b)?")
+_PADDLE_UNITS = {"B": "B", "KB": "KiB", "MB": "MiB", "GB": "GiB", "TB": "TiB"}
 #: TF's BFC allocator memory dump ("bfc_allocator.cc:678] Chunk at 0x1306930000 of size 589824"):
 #: DumpMemoryLog runs only after an allocation failed, so its lines mean an OOM happened even
 #: when the failure line itself was not pasted
@@ -164,6 +175,10 @@ def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | N
     sizes: dict[str, float] = {}
     if not (m_new or m_old) and (req := _tf_request_mib(line)) is not None:
         sizes["tried"] = req
+    if not (m_new or m_old) and (pd := _PADDLE_SIZES.search(line)):
+        sizes["tried"] = _mib(pd.group(1), _PADDLE_UNITS[pd.group(2)])
+        if pd.group(3):  # the free size may be wrapped onto the next line of a paste
+            sizes["free"] = _mib(pd.group(3), _PADDLE_UNITS[pd.group(4)])
     if m_new:
         g = m_new.groups()
         sizes = {"tried": _mib(g[0], g[1]), "total": _mib(g[2], g[3]), "free": _mib(g[4], g[5])}

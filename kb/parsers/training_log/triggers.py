@@ -31,6 +31,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         # fairseq's handler of a caught CUDA OOM, copied by ParlAI, Boltz and others: "| WARNING:
         # ran out of memory, skipping batch"
         "WARNING: ran out of memory",
+        # PaddlePaddle's allocators: "Out of memory error on GPU 0. Cannot allocate ..."
+        "Out of memory error on GPU",
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values

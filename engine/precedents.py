@@ -1,0 +1,112 @@
+"""Past cases whose words read like this one (TF-IDF cosine, nearest neighbours).
+
+The knowledge may carry precedents: the words of past cases whose cause was established, each
+with its source and the causes accepted for it. A text that reads like past cases of a cause
+lends that cause weight among hypotheses the evidence leaves tied: people describe the same
+trouble with the same words ("the first batch is slow", "after a few hundred steps"), words no
+cause's own description holds. A weak, ranking-only signal: it never opens a branch, never
+decides a step and never confirms a cause.
+
+Knows nothing of the domain: the tokens are :func:`engine.resemblance.tokens`, the weights
+TF-IDF over the precedents' words.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+
+from .resemblance import tokens
+
+#: how many nearest past cases vote (each with its cosine; a cause's vote is their sum over
+#: this many, so one close case alone weighs a tenth of ten)
+NEAREST = 10
+#: below this cosine a past case shares only common words with the text: it does not vote
+MIN_SIMILARITY = 0.05
+
+
+@dataclass(frozen=True)
+class Near:
+    """One past case near the text: its source, its branch, its accepted causes (none: its
+    cause was outside the knowledge), its cosine."""
+
+    source: str
+    branch: str
+    causes: tuple[str, ...]
+    similarity: float
+
+
+def _unit(tf: Counter[str], idf: Mapping[str, float]) -> dict[str, float]:
+    v = {t: (1 + math.log(k)) * idf[t] for t, k in tf.items() if t in idf}
+    norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
+    return {t: x / norm for t, x in v.items() if x > 0}
+
+
+def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> str:
+    """The precedents ``(source, branch, accepted causes, words)`` as TF-IDF unit vectors, as
+    JSON text (``{"idf": {token: idf}, "cases": [[source, branch, [cause, ...], {token:
+    weight}]]}``). A token only one case holds tells nothing about any other: it is left out."""
+    docs = [(src, branch, sorted(set(causes)), Counter(tokens(words)))
+            for src, branch, causes, words in cases]
+    n = len(docs)
+    df: Counter[str] = Counter()
+    for *_, tf in docs:
+        df.update(tf.keys())
+    idf = {t: round(math.log((1 + n) / (1 + d)), 5) for t, d in sorted(df.items()) if d >= 2}
+    out = [[src, branch, causes, {t: round(x, 5) for t, x in sorted(_unit(tf, idf).items())}]
+           for src, branch, causes, tf in docs]
+    return json.dumps({"idf": idf, "cases": out}, ensure_ascii=False, separators=(",", ":"))
+
+
+class Precedents:
+    """The past cases, searchable by a text's words."""
+
+    def __init__(self, index: str) -> None:
+        data = json.loads(index)
+        self._idf: dict[str, float] = data["idf"]
+        self._cases: list[tuple[str, str, tuple[str, ...]]] = []
+        # token -> [(case, weight)]: a text touches only the cases sharing its tokens
+        self._post: dict[str, list[tuple[int, float]]] = {}
+        for i, (src, branch, causes, vec) in enumerate(data["cases"]):
+            self._cases.append((src, branch, tuple(causes)))
+            for t, w in vec.items():
+                self._post.setdefault(t, []).append((i, w))
+
+    def __len__(self) -> int:
+        return len(self._cases)
+
+    def nearest(self, text: str, k: int = NEAREST, without: Collection[str] = (),
+                known: bool = False) -> list[Near]:
+        """The ``k`` past cases most like ``text`` (cosine at least :data:`MIN_SIMILARITY`),
+        closest first; only those with an accepted cause when ``known``. Cases whose source
+        is in ``without`` are left out (a case scored against the corpus that holds it)."""
+        q = _unit(Counter(tokens(text)), self._idf)
+        sims: dict[int, float] = {}
+        for t, w in q.items():
+            for i, x in self._post.get(t, ()):
+                sims[i] = sims.get(i, 0.0) + w * x
+        ranked = sorted(((s, i) for i, s in sims.items() if s >= MIN_SIMILARITY and
+                         self._cases[i][0] not in without and (self._cases[i][2] or not known)),
+                        key=lambda p: (-p[0], p[1]))
+        return [Near(*self._cases[i], round(s, 4)) for s, i in ranked[:k]]
+
+    @staticmethod
+    def votes(near: Iterable[Near], k: int = NEAREST) -> dict[str, float]:
+        """Each cause's vote: the summed cosine of the near cases that accepted it, over
+        ``k`` (0..1)."""
+        out: dict[str, float] = {}
+        for n in near:
+            for c in n.causes:
+                out[c] = out.get(c, 0.0) + n.similarity / k
+        return {c: round(v, 4) for c, v in out.items()}
+
+    @staticmethod
+    def branch_votes(near: Iterable[Near], k: int = NEAREST) -> dict[str, float]:
+        """Each branch's vote: the summed cosine of the near cases of that branch, over ``k``."""
+        out: dict[str, float] = {}
+        for n in near:
+            out[n.branch] = out.get(n.branch, 0.0) + n.similarity / k
+        return {b: round(v, 4) for b, v in out.items()}
