@@ -26,6 +26,8 @@ from .resemblance import tokens
 NEAREST = 10
 #: below this cosine a past case shares only common words with the text: it does not vote
 MIN_SIMILARITY = 0.05
+#: a posting's weight is stored as an integer number of these parts (JSON integers parse fast)
+SCALE = 10_000
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,11 @@ def _unit(tf: Counter[str], idf: Mapping[str, float]) -> dict[str, float]:
 
 def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> str:
     """The precedents ``(source, branch, accepted causes, words)`` as TF-IDF unit vectors, as
-    JSON text (``{"idf": {token: idf}, "cases": [[source, branch, [cause, ...], {token:
-    weight}]]}``). A token only one case holds tells nothing about any other: it is left out."""
+    JSON text: ``{"idf": {token: idf}, "cases": [[source, branch, [cause, ...]]], "postings":
+    {token: [case, weight, case, weight, ...]}}``, weights in units of 1/:data:`SCALE`
+    (postings of integers, not vectors: a text reads only the lists of its own tokens, and
+    loading parses numbers and builds no per-case dicts). A token only one case holds tells
+    nothing about any other: it is left out."""
     docs = [(src, branch, sorted(set(causes)), Counter(tokens(words)))
             for src, branch, causes, words in cases]
     n = len(docs)
@@ -56,9 +61,13 @@ def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> st
     for *_, tf in docs:
         df.update(tf.keys())
     idf = {t: round(math.log((1 + n) / (1 + d)), 5) for t, d in sorted(df.items()) if d >= 2}
-    out = [[src, branch, causes, {t: round(x, 5) for t, x in sorted(_unit(tf, idf).items())}]
-           for src, branch, causes, tf in docs]
-    return json.dumps({"idf": idf, "cases": out}, ensure_ascii=False, separators=(",", ":"))
+    postings: dict[str, list[int]] = {}
+    for i, (*_, tf) in enumerate(docs):
+        for t, x in sorted(_unit(tf, idf).items()):
+            postings.setdefault(t, []).extend((i, round(x * SCALE)))
+    return json.dumps({"idf": idf, "cases": [[src, branch, causes] for src, branch, causes, _ in docs],
+                       "postings": dict(sorted(postings.items()))},
+                      ensure_ascii=False, separators=(",", ":"))
 
 
 class Precedents:
@@ -67,13 +76,10 @@ class Precedents:
     def __init__(self, index: str) -> None:
         data = json.loads(index)
         self._idf: dict[str, float] = data["idf"]
-        self._cases: list[tuple[str, str, tuple[str, ...]]] = []
-        # token -> [(case, weight)]: a text touches only the cases sharing its tokens
-        self._post: dict[str, list[tuple[int, float]]] = {}
-        for i, (src, branch, causes, vec) in enumerate(data["cases"]):
-            self._cases.append((src, branch, tuple(causes)))
-            for t, w in vec.items():
-                self._post.setdefault(t, []).append((i, w))
+        self._cases: list[tuple[str, str, tuple[str, ...]]] = [
+            (src, branch, tuple(causes)) for src, branch, causes in data["cases"]]
+        # token -> [case, weight, case, weight, ...]: a text touches only its tokens' cases
+        self._post: dict[str, list[int]] = data["postings"]
 
     def __len__(self) -> int:
         return len(self._cases)
@@ -83,15 +89,18 @@ class Precedents:
         """The ``k`` past cases most like ``text`` (cosine at least :data:`MIN_SIMILARITY`),
         closest first; only those with an accepted cause when ``known``. Cases whose source
         is in ``without`` are left out (a case scored against the corpus that holds it)."""
-        q = _unit(Counter(tokens(text)), self._idf)
+        q = {t: w / SCALE for t, w in _unit(Counter(tokens(text)), self._idf).items()}
         sims: dict[int, float] = {}
         for t, w in q.items():
-            for i, x in self._post.get(t, ()):
-                sims[i] = sims.get(i, 0.0) + w * x
+            post = self._post.get(t, ())
+            for j in range(0, len(post), 2):
+                i = post[j]
+                sims[i] = sims.get(i, 0.0) + w * post[j + 1]
         ranked = sorted(((s, i) for i, s in sims.items() if s >= MIN_SIMILARITY and
                          self._cases[i][0] not in without and (self._cases[i][2] or not known)),
                         key=lambda p: (-p[0], p[1]))
-        return [Near(*self._cases[i], round(s, 4)) for s, i in ranked[:k]]
+        # (stored weights are rounded: a text identical to a case may sum a hair over 1)
+        return [Near(*self._cases[i], min(1.0, round(s, 4))) for s, i in ranked[:k]]
 
     @staticmethod
     def votes(near: Iterable[Near], k: int = NEAREST) -> dict[str, float]:

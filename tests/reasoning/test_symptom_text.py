@@ -976,3 +976,15 @@ def test_a_chinese_size_verb_is_not_its_adjective(kn, text: str, named: bool) ->
 ])
 def test_the_card_said_full_is_an_oom(kn, text: str, branch: str) -> None:
     assert _first_branch(kn, text) == branch
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # the input pipeline named beside an OOM, nothing said of speed: the OOM is the problem
+    ("I use a DataLoader with batch_size=16 on one big graph and it caused the OOM error", "oom"),
+    ("num_workers=4 and the dataloader gives out of memory", "oom"),
+    # near-misses: the pipeline's speed or the GPU's load said too
+    ("the DataLoader is slow and then I get CUDA out of memory", "gpu_util"),
+    ("GPU usage was low with the data loader; with batch 64 it ran out of memory", "gpu_util"),
+])
+def test_the_input_pipeline_named_beside_an_oom_yields_to_it(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch
