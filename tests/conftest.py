@@ -40,3 +40,19 @@ def edited_graphs(tmp_path: Path):
         return root
 
     return edit
+
+
+@pytest.fixture()
+def edited_problems(edited_graphs):
+    """The problems the loader reports for a copy of the knowledge with one edit
+    (``problems(relative path, old, new)``), as one text; the load must fail."""
+    from kb.engine.errors import KnowledgeError
+    from kb.engine.knowledge import load
+
+    def problems(rel: str, old: str, new: str) -> str:
+        root = edited_graphs(rel, old, new)
+        with pytest.raises(KnowledgeError) as ei:
+            load(root, use_cache=False)
+        return "\n".join(ei.value.problems)
+
+    return problems

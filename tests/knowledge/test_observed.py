@@ -11,7 +11,6 @@ import pytest
 
 import kb
 from kb.engine.knowledge import PREVALENCE_PSEUDO, load
-from kb.engine.errors import KnowledgeError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,10 +68,7 @@ def test_more_observed_incidents_rank_a_cause_first(edited_graphs) -> None:
     ("  oom: ", "  disk: 3\n  oom: ", "unknown branch 'disk'"),
     ("  oom: ", "  oom: -", "negative counts"),
 ])
-def test_bad_counts_name_the_file(edited_graphs, old: str, new: str, problem: str) -> None:
-    root = edited_graphs("observed.yaml", old, new)
-    with pytest.raises(KnowledgeError) as ei:
-        load(root, use_cache=False)
-    text = "\n".join(ei.value.problems)
+def test_bad_counts_name_the_file(edited_problems, old: str, new: str, problem: str) -> None:
+    text = edited_problems("observed.yaml", old, new)
     assert "observed.yaml" in text and problem in text, text
 
