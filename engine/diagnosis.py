@@ -242,13 +242,19 @@ class Reasoner:
                 symptom_given or not self._measured(flat)):
             # still no branch: the past cases the text reads like, when most of the nearest
             # are of one branch, open that branch; else the cause whose description it reads
-            # clearly like opens its own (hypotheses only). Past cases first: they are how
-            # people describe a problem, which a cause's description is not (README "How
-            # hypotheses are ranked")
+            # clearly like opens its own, if one of those past cases at least was of its branch
+            # (a description shares words with texts no real report of its kind resembles: an
+            # issue template's "CUDA Version" with a version mismatch); hypotheses only. Past
+            # cases first: they are how people describe a problem (README "How hypotheses are
+            # ranked")
             like = self._resemblance().scores(text, self.kn.causes)
-            branch = self._precedent_branch(text, without_precedents, flat) if \
-                self.kn.precedents else None
+            near_all = self._precedents().nearest(text, without=without_precedents) if \
+                self.kn.precedents else []
+            branch = self._precedent_branch(near_all, flat) if near_all else None
             best = self._likest(like)
+            if best is not None and self.kn.precedents and not any(
+                    n.branch == self.kn.causes[best].branch for n in near_all):
+                best = None
             if branch is not None:
                 extra = {branch[0]: [f"precedents:{s}" for s in branch[1]]}
                 run = self._runner.run(flat, {self.kn.branches[branch[0]].root})
@@ -452,13 +458,12 @@ class Reasoner:
             self._like = Resemblance(self.kn)
         return self._like
 
-    def _precedent_branch(self, text: str, without: Collection[str],
+    def _precedent_branch(self, near: list[Near],
                           flat: dict[str, Any]) -> tuple[str, list[str]] | None:
-        """The branch most of the past cases nearest ``text`` were of, with their sources:
+        """The branch most of the past cases ``near`` the text were of, with their sources:
         None unless its vote reaches :data:`MIN_PRECEDENT_BRANCH` and at least half of the
         nearest cases are of it. Never a branch the stated setup rules out for words (its
         ``words_void_when``: "it hangs" on one GPU is no collective's hang)."""
-        near = self._precedents().nearest(text, without=without)
         votes = {b: v for b, v in self._precedents().branch_votes(near).items()
                  if b in self.kn.branches and not self._void(b, flat)}
         if not votes:
