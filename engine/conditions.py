@@ -143,6 +143,14 @@ def evaluate_clause(clause: Clause, facts: dict[str, Any], kn: Knowledge,
     return evaluate(clause, facts, kn, overrides)
 
 
+def words_void(branch: str, facts: dict[str, Any], kn: Knowledge,
+               overrides: dict[str, float] | None = None) -> bool:
+    """Whether the stated setup rules ``branch`` out for words: every clause of its
+    ``words_void_when`` holds on ``facts`` ("it hangs" on one GPU is no collective's hang)."""
+    void = kn.branches[branch].words_void_when
+    return bool(void) and all(evaluate_clause(c, facts, kn, overrides) is True for c in void)
+
+
 def base_path(path: str) -> str:
     """``gpu.utilization_samples.mean`` -> ``gpu.utilization_samples``."""
     head, _, tail = path.rpartition(".")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from . import rules
-from .conditions import base_path, evaluate, evaluate_clause, flatten
+from .conditions import base_path, evaluate, evaluate_clause, flatten, words_void
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
 from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
@@ -237,6 +237,10 @@ class Reasoner:
         # the words, and any other text of the inputs (an artifact's prose) to read like a cause
         text = (text if isinstance(text, str) else "") + ("\n" + more_text if more_text else "")
         like: dict[str, float] | None = None  # the text against every cause, read once
+        # the past cases like the text, read once for the branch and the ranking (the module
+        # loads only with text: a start without words imports none of it)
+        similar = self._precedents().similar(text, without_precedents) if (
+            self.kn.precedents and text.strip()) else []
         near: list[Near] = []
         if text.strip() and not any(root in run.reached for root in self._root_branch) and (
                 symptom_given or not self._measured(flat)):
@@ -248,8 +252,7 @@ class Reasoner:
             # cases first: they are how people describe a problem (README "How hypotheses are
             # ranked")
             like = self._resemblance().scores(text, self.kn.causes)
-            near_all = self._precedents().nearest(text, without=without_precedents) if \
-                self.kn.precedents else []
+            near_all = self._precedents().top(similar) if self.kn.precedents else []
             branch = self._precedent_branch(near_all, flat) if near_all else None
             best = self._likest(like)
             if best is not None and self.kn.precedents and not any(
@@ -297,7 +300,7 @@ class Reasoner:
                 v = like.get(r.cause_id, 0.0)
                 r.resemblance = v if v >= MIN_RESEMBLANCE else 0.0
             if self.kn.precedents:
-                near = self._precedents().nearest(text, without=without_precedents, known=True)
+                near = self._precedents().top(similar, known=True)
                 votes = self._precedents().votes(near)
                 tried = set(flat.get("tried") or ())  # a remedy said to have failed
                 for r in results:
@@ -453,9 +456,9 @@ class Reasoner:
 
     def _resemblance(self) -> Any:
         if self._like is None:
-            from .resemblance import Resemblance  # built once, on the first text
+            from .resemblance import for_knowledge  # built once, on the first text
 
-            self._like = Resemblance(self.kn)
+            self._like = for_knowledge(self.kn)
         return self._like
 
     def _precedent_branch(self, near: list[Near],
@@ -465,7 +468,7 @@ class Reasoner:
         nearest cases are of it. Never a branch the stated setup rules out for words (its
         ``words_void_when``: "it hangs" on one GPU is no collective's hang)."""
         votes = {b: v for b, v in self._precedents().branch_votes(near).items()
-                 if b in self.kn.branches and not self._void(b, flat)}
+                 if b in self.kn.branches and not words_void(b, flat, self.kn, self.overrides)}
         if not votes:
             return None
         branch = max(votes, key=lambda b: (votes[b], -list(self.kn.branches).index(b)))
@@ -474,16 +477,11 @@ class Reasoner:
             return None
         return branch, of[:3]
 
-    def _void(self, branch: str, flat: dict[str, Any]) -> bool:
-        void = self.kn.branches[branch].words_void_when
-        return bool(void) and all(evaluate_clause(c, flat, self.kn, self.overrides) is True
-                                  for c in void)
-
     def _precedents(self) -> Precedents:
-        if self._cases is None:
-            from .precedents import Precedents  # built once, on the first text
+        if self._cases is None:  # parsed once, on the first text (callers check kn.precedents)
+            from .precedents import Precedents
 
-            self._cases = Precedents(self.kn.precedents or '{"idf":{},"cases":[]}')
+            self._cases = Precedents(self.kn.precedents or "")
         return self._cases
 
     def _rank(self, r: CauseResult, branch_strength: tuple[int, int, int] = (0, 0, 0)) -> tuple:

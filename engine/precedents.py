@@ -4,8 +4,8 @@ The knowledge may carry precedents: the words of past cases whose cause was esta
 with its source and the causes accepted for it. A text that reads like past cases of a cause
 lends that cause weight among hypotheses the evidence leaves tied: people describe the same
 trouble with the same words ("the first batch is slow", "after a few hundred steps"), words no
-cause's own description holds. A weak, ranking-only signal: it never opens a branch, never
-decides a step and never confirms a cause.
+cause's own description holds. A weak signal: it orders tied hypotheses and may open a branch
+nothing else places (hypotheses only); it never decides a step and never confirms a cause.
 
 Knows nothing of the domain: the tokens are :func:`engine.resemblance.tokens`, the weights
 TF-IDF over the precedents' words.
@@ -89,6 +89,11 @@ class Precedents:
         """The ``k`` past cases most like ``text`` (cosine at least :data:`MIN_SIMILARITY`),
         closest first; only those with an accepted cause when ``known``. Cases whose source
         is in ``without`` are left out (a case scored against the corpus that holds it)."""
+        return self.top(self.similar(text, without), k, known)
+
+    def similar(self, text: str, without: Collection[str] = ()) -> list[Near]:
+        """Every past case at least :data:`MIN_SIMILARITY` like ``text``, closest first (one
+        pass for the callers that want several cuts of it: :meth:`top`)."""
         q = {t: w / SCALE for t, w in _unit(Counter(tokens(text)), self._idf).items()}
         sims: dict[int, float] = {}
         for t, w in q.items():
@@ -97,10 +102,15 @@ class Precedents:
                 i = post[j]
                 sims[i] = sims.get(i, 0.0) + w * post[j + 1]
         ranked = sorted(((s, i) for i, s in sims.items() if s >= MIN_SIMILARITY and
-                         self._cases[i][0] not in without and (self._cases[i][2] or not known)),
-                        key=lambda p: (-p[0], p[1]))
+                         self._cases[i][0] not in without), key=lambda p: (-p[0], p[1]))
         # (stored weights are rounded: a text identical to a case may sum a hair over 1)
-        return [Near(*self._cases[i], min(1.0, round(s, 4))) for s, i in ranked[:k]]
+        return [Near(*self._cases[i], min(1.0, round(s, 4))) for s, i in ranked]
+
+    @staticmethod
+    def top(similar: Iterable[Near], k: int = NEAREST, known: bool = False) -> list[Near]:
+        """The first ``k`` of ``similar`` (closest first); only those with an accepted cause
+        when ``known``."""
+        return [n for n in similar if n.causes or not known][:k]
 
     @staticmethod
     def votes(near: Iterable[Near], k: int = NEAREST) -> dict[str, float]:

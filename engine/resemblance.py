@@ -79,6 +79,19 @@ def describe_causes(kn: Knowledge) -> str:
                       separators=(",", ":"))
 
 
+_BUILT: dict[str, "Resemblance"] = {}
+
+
+def for_knowledge(kn: Knowledge) -> "Resemblance":
+    """The resemblance index of ``kn``, built once per knowledge and process (the reasoner and
+    the reading of the user's words share it)."""
+    key = kn.digest + kn.root
+    like = _BUILT.get(key)
+    if like is None:
+        like = _BUILT[key] = Resemblance(kn)
+    return like
+
+
 class Resemblance:
     """A text compared with every cause's description by cosine."""
 

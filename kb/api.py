@@ -150,7 +150,8 @@ def diagnose(
     ``symptom``: the problem in the user's words (en or zh). ``overrides`` replaces thresholds
     by id (``{"gpu_util.low": 60}``). ``llm`` (a model name or an ``LlmOptions``) phrases the
     report with a verified LLM answer. ``without_precedents``: sources of past incidents left
-    out of the precedents (to score a case the corpus holds). Raises :class:`kb.KbError` subclasses; prints nothing.
+    out of the precedents (to score a case the corpus holds). Raises :class:`kb.KbError`
+    subclasses; prints nothing.
     """
     if lang not in ("en", "zh"):
         raise InputError("lang", f"unknown language {lang!r}", "Use en or zh")

@@ -328,19 +328,14 @@ def without_failed_remedies(text: str) -> str:
     return _FAILED_REMEDY.sub(" ", text)
 
 
-_LIKENESS: dict[str, Any] = {}
-
-
 def remedies_tried(text: str, kn: Knowledge) -> set[str]:
     """The causes whose remedy ``text`` says was tried and did not help: for each such clause,
     the cause whose description it reads most like ("lowering the learning rate did not help":
     a learning rate too high), when it reads like one at all."""
     from kb.engine.diagnosis import MIN_RESEMBLANCE
-    from kb.engine.resemblance import Resemblance
+    from kb.engine.resemblance import for_knowledge
 
-    like = _LIKENESS.get(kn.digest + kn.root)
-    if like is None:
-        like = _LIKENESS[kn.digest + kn.root] = Resemblance(kn)
+    like = for_knowledge(kn)
     out: set[str] = set()
     for m in _FAILED_REMEDY.finditer(text):
         scores = like.scores(m.group(0), kn.causes)
@@ -712,14 +707,6 @@ def _branches_meeting(flat: dict[str, Any], kn: Knowledge) -> tuple[set[str], li
             [b.id for b in branches if b.context and all(holds(c) for c in b.context)])
 
 
-def _void(branch: Any, flat: dict[str, Any], kn: Knowledge) -> bool:
-    """Whether every ``words_void_when`` clause of ``branch`` holds on the known facts."""
-    from kb.engine.conditions import evaluate_clause
-
-    return bool(branch.words_void_when) and all(
-        evaluate_clause(c, flat, kn) is True for c in branch.words_void_when)
-
-
 #: a model's hub id with its size ("OpenAssistant/pythia-12b-sft-v8", "Qwen/Qwen2.5-7B-Instruct"):
 #: what the model was trained with ("sft", "lora") is its name, not the user's job
 _MODEL_ID = re.compile(r"(?<![\w/.-])[\w.-]+/[\w.-]*?\d+(?:\.\d+)?[bBmM](?![A-Za-z])[\w.-]*")
@@ -821,7 +808,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     if facts.symptom is None:
         # words cannot be about a branch the stated setup rules out ("it hangs" on one GPU)
         known = {**flatten(extracted), **stated}
-        branches = {b: w for b, w in branches.items() if not _void(kn.branches[b], known, kn)}
+        from kb.engine.conditions import words_void
+
+        branches = {b: w for b, w in branches.items() if not words_void(b, known, kn)}
     # the branches the text or the artifacts name: a cause's words count within them only
     # (".item()" names a compile cause, but not in a text about slow training), unless they
     # name none

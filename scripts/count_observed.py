@@ -53,11 +53,11 @@ def _cases(root: Path) -> list[dict]:
     return out
 
 
-def count(root: Path = ROOT) -> dict:
-    """The counts over the corpora under ``root``, as the file's mapping."""
+def count(cases: list[dict]) -> dict:
+    """The counts over the corpora's ``cases``, as the file's mapping."""
     incidents: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
-    for case in _cases(root):
+    for case in cases:
         expected = case["expected"]
         incidents[expected["branch"]] += 1
         accepted.update(dict.fromkeys(expected.get("accepted") or (), 1))
@@ -68,18 +68,18 @@ def count(root: Path = ROOT) -> dict:
     }
 
 
-def precedents(root: Path = ROOT) -> dict:
+def precedents(cases: list[dict]) -> dict:
     """The incidents with words, as the precedents file's mapping (one whose cause was outside
     the knowledge has no accepted cause: it tells the branch only)."""
-    cases = []
-    for case in _cases(root):
+    out = []
+    for case in cases:
         expected = case["expected"]
         words = " ".join(str(case.get("words") or "").split())
         if words:
-            cases.append({"source": str(case["source"]).strip(), "branch": expected["branch"],
-                          "accepted": list(expected["accepted"]), "words": words})
-    return {"source": f"{' + '.join(CORPORA)}: {len(cases)} incidents with words",
-            "cases": sorted(cases, key=lambda c: c["source"])}
+            out.append({"source": str(case["source"]).strip(), "branch": expected["branch"],
+                        "accepted": list(expected["accepted"]), "words": words})
+    return {"source": f"{' + '.join(CORPORA)}: {len(out)} incidents with words",
+            "cases": sorted(out, key=lambda c: c["source"])}
 
 
 def render(data: dict, header: str = HEADER) -> str:
@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when either file differs from the corpora")
     args = ap.parse_args(argv)
-    files = {OUT: render(count()), CASES_OUT: render(precedents(), CASES_HEADER)}
+    cases = _cases(ROOT)  # read once for both files
+    files = {OUT: render(count(cases)), CASES_OUT: render(precedents(cases), CASES_HEADER)}
     if args.check:
         stale = [p for p, text in files.items()
                  if (p.read_text(encoding="utf-8") if p.exists() else "") != text]
