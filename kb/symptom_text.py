@@ -56,7 +56,7 @@ _ONE_GPU_USED = re.compile(
 
 
 #: k-fold cross-validation: a way of splitting the data, not the validation phase
-_CROSS_VALIDATION = re.compile(r"(?i)\bcross[\s-]*validat\w*")
+_CROSS_VALIDATION = re.compile(r"(?i)\bcross[\s_-]*validat\w*")
 
 
 #: "PCIe" inside a GPU's product name ("Tesla P100-PCIE-16GB", "NVIDIA H100 PCIe", "A100 80GB
@@ -106,7 +106,7 @@ _HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(
                             r"(?:占满|满了|耗尽|爆了|泄漏|泄露|一直涨|一直在涨|一直增加|持续增加|持续增长|越来越大|越来越多)")
 #: the loss said to fall to zero with words between ("loss先在2左右上下波动，然后突然变成0"): it reads
 #: "loss becomes zero"
-_LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|全为|全是|都是|等于)"
+_LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|始终为|始终是|全为|全是|都是|等于)"
                         r"\s*0(?![.\d%])|归零)")
 #: several cards compared with one, with words between ("多卡推理速度比单卡推理速度慢十倍",
 #: "双卡训练比单卡还要慢"): it reads "多卡更慢", a word of the causes that split one job over
@@ -772,6 +772,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     for m in _VRAM_OVERFLOW.finditer(text):
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
+    for m in _MEMORY_FULL.finditer(text):
+        # "4090的24G显存都跑满了": the size is the setup's, the full card what is asked about
+        plain = plain[:m.start()] + "card full".ljust(m.end() - m.start()) + plain[m.end():]
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
     if _ONE_GPU_USED.search(text):
         # "it only uses one GPU" of the four given: the count blanked above is the symptom here

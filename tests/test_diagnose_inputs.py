@@ -114,3 +114,37 @@ def test_a_missing_input_path_is_an_error_not_text(tmp_path: Path) -> None:
     r = run("--input", str(tmp_path / "no_such.log"))
     assert r.returncode == 2
     assert "no_such.log: no such file or directory" in r.stderr and "Traceback" not in r.stderr
+
+
+# TensorFlow's start-up lines when its CUDA libraries do not load (as public logs quote them,
+# tensorflow/core/common_runtime/gpu/gpu_device.cc), and Lightning's device lines
+TF_NO_GPU = """\
+2021-06-24 23:59:50.227929: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1598] Cannot dlopen some GPU libraries. Please make sure the missing libraries mentioned above are installed properly if you would like to use GPU. Follow the guide at https://www.tensorflow.org/install/gpu for how to download and setup the required libraries for your platform.
+Skipping registering GPU devices...
+2021-06-24 23:59:50.228666: I tensorflow/core/platform/cpu_feature_guard.cc:143] Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2
+Epoch 1/10
+ 120/1875 [>.............................] - ETA: 21:03 - loss: 0.6931 - accuracy: 0.5021
+"""
+LIGHTNING_ON_GPU = """\
+GPU available: True (cuda), used: True
+TPU available: False, using: 0 TPU cores
+LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]
+Epoch 0:  12%|█▏        | 120/1000 [02:10<15:56,  1.09s/it, loss=0.693, v_num=0]
+"""
+
+
+def test_a_framework_left_on_the_cpu_is_found_from_its_log_alone(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(TF_NO_GPU, encoding="utf-8")
+    doc = json.loads(run("--input", str(log)).stdout)
+    assert doc["status"] == "confirmed" and "gpu_util" in doc["branches"]
+    assert doc["findings"][0]["cause_id"] == "gpu_util.no_gpu_in_use"
+
+
+def test_a_job_on_its_gpu_is_not_said_to_run_on_the_cpu(tmp_path: Path) -> None:
+    # near-miss: Lightning says the GPU is used; the slowness is something else's
+    log = tmp_path / "train.log"
+    log.write_text(LIGHTNING_ON_GPU, encoding="utf-8")
+    doc = json.loads(run("--input", str(log), "--symptom", "training is very slow").stdout)
+    assert "gpu_util.no_gpu_in_use" not in [f["cause_id"] for f in doc["findings"]]
+    assert doc["branches"][:1] == ["gpu_util"]

@@ -152,17 +152,18 @@ COMFY = ("My ComfyUI seems to be using CPU rather than my GPU. I have CUDA Versi
 
 
 def test_a_description_opens_its_branch_only_beside_a_past_case_of_it(edited_graphs) -> None:
-    # the words read like a version mismatch's description (CUDA, version, nvidia-smi); with
-    # no past incident of the collective branch among the nearest, that likeness opens nothing
+    # the words read like the description of a job left on the CPU (CPU rather than GPU, CUDA,
+    # nvidia-smi); with no past incident of its branch among the nearest, that likeness opens
+    # nothing
     root = _one_case(edited_graphs("observed.yaml", "accepted:", "accepted:"),
                      "comfyui uses the cpu rather than the gpu", "inference",
                      ["inference.layers_on_cpu"], n=1)
     kn = load(root, use_cache=False)
     rep = kb.diagnose(symptom=COMFY, knowledge=kn)
-    assert "nccl" not in rep.branches
+    assert "gpu_util" not in rep.branches
     assert not any(r.startswith("resembles:") for why in rep.branch_reasons.values() for r in why)
-    # near-miss: one past case of the collective branch among the nearest (none of them a
-    # majority) lets the description open it
+    # near-miss: one past case of that branch among the nearest (none of them a majority) lets
+    # the description open it
     cases = [("nccl", "nccl.version_mismatch", "CUDA Version installed, nvidia-smi on the GPU"),
              ("numerics", "numerics.lr_too_high", "loss is nan with a CUDA error"),
              ("oom", "oom.fragmentation", "out of memory in nvidia-smi"),
@@ -171,5 +172,5 @@ def test_a_description_opens_its_branch_only_beside_a_past_case_of_it(edited_gra
         {"source": f"https://example.org/{b}", "branch": b, "accepted": [c], "words": w}
         for b, c, w in cases]}), encoding="utf-8")
     kn = load(root, use_cache=False)
-    assert kb.diagnose(symptom=COMFY, knowledge=kn).branch_reasons.get("nccl") == [
-        "resembles:nccl.version_mismatch"]
+    assert kb.diagnose(symptom=COMFY, knowledge=kn).branch_reasons == {
+        "gpu_util": ["resembles:gpu_util.no_gpu_in_use"]}

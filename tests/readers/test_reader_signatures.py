@@ -609,3 +609,46 @@ def test_stable_diffusion_nan_checks(text: str, dtype: str | None) -> None:
 def test_stable_diffusion_nan_check_near_misses(text: str) -> None:
     causes, _ = _scan(text)
     assert "numerics.fp16_overflow" not in causes
+
+
+# the framework's own lines saying the job runs on the CPU, as public logs quote them
+# (TensorFlow gpu_device.cc, JAX xla_bridge.py, PyTorch c10/cuda/CUDAFunctions.cpp, Lightning
+# trainer/setup.py), and lines of a job that does run on the GPU
+@pytest.mark.parametrize(("line", "on_cpu"), [
+    ("2020-03-09 14:02:19.249951: W tensorflow/core/common_runtime/gpu/gpu_device.cc:1592] Cannot dlopen "
+     "some GPU libraries. Please make sure the missing libraries mentioned above are installed properly if "
+     "you would like to use GPU. Follow the guide at https://www.tensorflow.org/install/gpu for how to "
+     "download and setup the required libraries for your platform.\nSkipping registering GPU devices...", True),
+    ("WARNING:jax._src.lib.xla_bridge:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 "
+     "and rerun for more info.)", True),
+    ("An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling "
+     "back to cpu.", True),
+    ("/usr/local/lib/python3.8/dist-packages/torch/cuda/__init__.py:52: UserWarning: CUDA initialization: "
+     "Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+     "from http://www.nvidia.com/Download/index.aspx (Triggered internally at  "
+     "/pytorch/c10/cuda/CUDAFunctions.cpp:100.)", True),
+    ("torch/cuda/__init__.py:129: UserWarning: CUDA initialization: The NVIDIA driver on your system is too "
+     "old (found version 11040). Please update your GPU driver by downloading and installing a new version "
+     "from the URL: http://www.nvidia.com/Download/index.aspx", True),
+    # cudaGetDeviceCount failed: PyTorch counts no device
+    ("UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run some cuda "
+     "functions before calling NumCudaDevices() that might have already set an error? Error 804: forward "
+     "compatibility was attempted on non supported HW", True),
+    ("GPU available: True (cuda), used: False", True),
+    ("GPU available: False, used: False", True),
+    ("lightning/pytorch/trainer/setup.py:177: GPU available but not used. You can set it by doing "
+     "`Trainer(accelerator='gpu')`.", True),
+    # near-misses: the job is on the GPU
+    ("GPU available: True (cuda), used: True", False),
+    ("GPU available: True, used: True", False),
+    ("2021-08-06 21:37:14.147021: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device "
+     "/job:localhost/replica:0/task:0/device:GPU:0 with 9630 MB memory", False),
+    # a CUDA call's error that is no statement about the devices
+    ("RuntimeError: CUDA error: an illegal memory access was encountered", False),
+])
+def test_the_framework_saying_it_runs_on_the_cpu(line: str, on_cpu: bool) -> None:
+    m = Matcher()
+    m.scan(line)
+    facts: dict = {}
+    apply(facts, m.found(), [], "t")
+    assert facts.get("training", {}).get("runs_on_cpu", False) is on_cpu

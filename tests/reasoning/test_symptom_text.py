@@ -610,6 +610,12 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("after torch.compile the training is slower and GPU utilization is low", "compile", None),
     # near-miss: the data loader named as what starves the GPU
     ("torch.compile works, but the dataloader leaves GPU utilization low", "gpu_util", None),
+    # the framework never reaching the GPU, said by the user
+    ("training is very slow and torch.cuda.is_available() returns False", "gpu_util",
+     "gpu_util.no_gpu_in_use"),
+    ("训练特别慢，检查了一下 cuda 不可用，一直在用cpu训练", "gpu_util", "gpu_util.no_gpu_in_use"),
+    # near-miss: a local runner's layers on the CPU is the serving side's cause
+    ("ollama is very slow, it runs on the CPU instead of the GPU", "inference", "inference.layers_on_cpu"),
 ])
 def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
     from kb.symptom_text import name_causes
@@ -723,7 +729,12 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     ("如果原始图片很大，16G内存很快就占满了，难道是内存释放存在问题？", "oom"),
     ("训练开始的时候，显存应该是有空余的，但是不到1个epoch溢出中断训练两次", "oom"),
     ("loss先在2左右上下波动，然后突然变成0，后面一直保持为0", "numerics"),
-    # near-misses: the card's memory full is no OOM word, an overflow of the loss is numerics
+    ("微调时 loss 始终为 0，精度选的是 fp32", "numerics"),
+    # the card's memory said full, with nothing else said, is a question about memory (its
+    # size is the setup's); near-misses: beside low utilisation it names no branch of its own,
+    # and an overflow of the loss is numerics
+    ("为什么跑这个 1.3B 的模型，24G显存都占满了", "oom"),
+    ("why is my GPU memory almost full when the model is only 2 GB?", "oom"),
     ("gpu的内存已经用满了，但gpu利用率和占比很低", "gpu_util"),
     ("显存够用，但是loss溢出了", "numerics"),
     # the GPU's share in use said low in Chinese ("GPU占用很低"), a duration found too much,
@@ -926,6 +937,10 @@ def test_cross_validation_names_no_validation_phase(kn) -> None:
     rep = kb.diagnose({"symptom_text": "hyperparameter optimization with 10 fold cross validation "
                                        "has been running for more than a week"}, knowledge=kn)
     assert "oom" not in rep.branches
+    # the API's own name for it ("NeuralForecast.cross_validation", sklearn's cross_validate)
+    rep = kb.diagnose({"symptom_text": "I'm getting the following error using "
+                                       "`NeuralForecast.cross_validation`:"}, knowledge=kn)
+    assert not any("validation" in r for why in rep.branch_reasons.values() for r in why)
     # near-miss: the validation phase itself named
     rep = kb.diagnose({"symptom_text": "CUDA out of memory during validation"}, knowledge=kn)
     assert [h.cause_id for h in rep.hypotheses][:1] == ["oom.eval_no_grad"]
