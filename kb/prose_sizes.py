@@ -129,10 +129,17 @@ def _gpu_memory_hits(text: str) -> list[re.Match[str]]:
     return [m for rx in _GPU_MEM for m in rx.finditer(text) if not _HOST.search(m.group(0))]
 
 
+# the host's memory listed as a key and its size, as environment listings give it ("RAM : 64G",
+# "Memory: 128 GB", "内存：64G"); not a sentence about it ("16G内存很快就占满了")
+_HOST_RAM_LISTED = re.compile(r"(?i)(?<![\w-])(?:ram|system\s+memory|host\s+memory|memory|内存)\s*[:：=]\s*"
+                              r"\d+(?:\.\d+)?\s*(?:gb|gib|g|tb|tib|t)(?![0-9A-Za-z_])")
+
+
 def setup_spans(text: str) -> list[tuple[int, int]]:
-    """Where the text states the setup's sizes ("two nodes", "48GB of VRAM", "8 GPUs"): facts,
-    whose words ("vram", "nodes") say nothing about what went wrong."""
+    """Where the text states the setup's sizes ("two nodes", "48GB of VRAM", "8 GPUs", "RAM:
+    64G"): facts, whose words ("vram", "nodes", "ram") say nothing about what went wrong."""
     spans = [m.span() for m in _NODES.finditer(text)]
+    spans += [m.span() for m in _HOST_RAM_LISTED.finditer(text)]
     spans += [m.span() for m in _NODES_ZH.finditer(text)]
     spans += [m.span() for m in _gpu_memory_hits(text)]
     spans += [m.span() for rx in (*_GPUS, _GPUS_ZH) for m in rx.finditer(text)]
@@ -193,6 +200,25 @@ def works_alone(text: str) -> set[str]:
     if "gpu" in kinds and ((gpu_count(text) or 0) >= 2 or _MULTI.search(text)):
         out.add("gpu")
     return out
+
+
+# "multi-node training needs much more step time than single node training", "2 nodes are
+# slower than 1 node", "多机训练比单机还慢": several nodes said slower than one
+_SLOWER_THAN_ONE_NODE = (
+    re.compile(r"(?i)(?<![a-z])(?:slower|longer|more\s+(?:[\w-]+\s+){0,2}?time|worse\s+(?:throughput|performance)|"
+               r"lower\s+throughput|less\s+throughput)(?![a-z])[^.!?\n。]{0,80}?(?<![a-z])than\s+(?:on\s+|with\s+|using\s+)?"
+               r"(?:a\s+|one\s+|the\s+)?(?:single|one|1)[\s-]*(?:node|machine|host|server)s?(?![\w-])"),
+    re.compile(r"(?:多机|多节点|跨机|跨节点|[2-8二两三四八]机|[2-8二两三四八]个节点|[2-8二两三四八]台机器)[^。.;；!?！？\n]{0,20}?比"
+               r"(?:单机|单节点|一台机器|一个节点)[^。.;；!?！？\n]{0,10}?(?:慢|差|低)"),
+)
+
+
+def slower_across_nodes(text: str) -> bool:
+    """Whether the text says the job on several nodes is slower than on one: what the several
+    add is the network between them."""
+    if not any(rx.search(text) for rx in _SLOWER_THAN_ONE_NODE):
+        return False
+    return (nodes(text) or 0) >= 2 or bool(_MULTI_NODE.search(text))
 
 
 # "it takes around 400 seconds", "1 epoch almost takes half an hour", "training time: 20

@@ -760,7 +760,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     text = facts.symptom_text or ""
     # the setup's sizes ("48GB of VRAM", "two nodes") are facts (extract reads them); their
     # words name no branch or cause
-    from kb.prose_sizes import how_long_stated, setup_spans, works_alone
+    from kb.prose_sizes import how_long_stated, setup_spans, slower_across_nodes, works_alone
 
     plain = text
     # "多卡推理比单卡慢": both cards' counts are the comparison, as "than" is in English
@@ -772,9 +772,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     for m in _VRAM_OVERFLOW.finditer(text):
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
-    for m in _MEMORY_FULL.finditer(text):
-        # "4090的24G显存都跑满了": the size is the setup's, the full card what is asked about
-        plain = plain[:m.start()] + "card full".ljust(m.end() - m.start()) + plain[m.end():]
+    for m in reversed(list(_MEMORY_FULL.finditer(text))):
+        # "4090的24G显存都跑满了": the size is the setup's, the full card what is asked about (last
+        # first: the words may be shorter than the phrase, and no offset is used after this)
+        plain = plain[:m.start()] + " card full " + plain[m.end():]
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
     if _ONE_GPU_USED.search(text):
         # "it only uses one GPU" of the four given: the count blanked above is the symptom here
@@ -787,6 +788,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         # "fine on a single node, hangs across two": the setup compared is the symptom; it reads
         # as the knowledge's words for it ("works on one node only")
         plain += " \n " + " ; ".join(f"works on one {u} only" for u in sorted(alone))
+    if text and slower_across_nodes(text):
+        # "multi-node training takes n times longer than single-node": the comparison is the
+        # symptom, and what several nodes add is the network between them
+        plain += " \n slower across nodes than on one"
     if text and how_long_stated(text):
         # "it takes around 400 seconds": a duration reported is one found too long, slowness
         # in its weakest words (it names a branch only when nothing else does)

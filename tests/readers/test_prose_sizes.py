@@ -329,3 +329,49 @@ def test_how_long_stated_never_raises(text: str) -> None:
     from kb.prose_sizes import how_long_stated
 
     assert how_long_stated(text) in (True, False)
+
+
+@pytest.mark.parametrize(("text", "slower"), [
+    ("multi-node training will need much more step time than single node training", True),
+    ("on 2 nodes it is 3x slower than on a single node", True),
+    ("多节点训练比单节点慢一倍", True),
+    # near-misses: no several nodes in play, or the one node is what is slow
+    ("it is slower than a single node should be", False),
+    ("a single node is slower than two nodes", False),
+    ("multi-node training works; single node is fine too", False),
+])
+def test_slower_across_nodes(text: str, slower: bool) -> None:
+    from kb.prose_sizes import slower_across_nodes
+
+    assert slower_across_nodes(text) is slower
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=200, deadline=None)
+def test_slower_across_nodes_never_raises(text: str) -> None:
+    from kb.prose_sizes import slower_across_nodes
+
+    assert slower_across_nodes(text) in (True, False)
+
+
+@pytest.mark.parametrize(("text", "spans"), [
+    # the host's memory listed with its size is the setup
+    ("System environment: CPU : i9 13900KS, RAM : 64G, GPU : RTX 4080 16G", ["RAM : 64G", "GPU : RTX 4080 16G"]),
+    ("Memory: 128 GB", ["Memory: 128 GB"]),
+    ("内存：64G", ["内存：64G"]),
+    # near-misses: memory said to fill up is the symptom
+    ("ram usage keeps growing to 64G", []),
+    ("16G内存很快就占满了", []),
+])
+def test_host_memory_listed_is_setup(text: str, spans: list[str]) -> None:
+    from kb.prose_sizes import setup_spans
+
+    assert sorted(text[a:b] for a, b in setup_spans(text)) == sorted(spans)
+
+
+def test_a_listed_host_memory_names_no_out_of_memory() -> None:
+    words = "I get some error when I train. System environment: CPU : i9 13900KS, RAM : 64G, OS : Windows 11"
+    why = kb.diagnose(symptom=words).branch_reasons
+    assert not any(r.startswith("symptom_text:") for r in why.get("oom", [])), why
+    # near-miss: the host's memory said to run out
+    assert kb.diagnose(symptom="RAM : 64G, and the RAM fills up until the process is killed").branches[:1] == ["oom"]

@@ -734,6 +734,7 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     # size is the setup's); near-misses: beside low utilisation it names no branch of its own,
     # and an overflow of the loss is numerics
     ("为什么跑这个 1.3B 的模型，24G显存都占满了", "oom"),
+    ("显存占满了，重启以后显存又占满了", "oom"),
     ("why is my GPU memory almost full when the model is only 2 GB?", "oom"),
     ("gpu的内存已经用满了，但gpu利用率和占比很低", "gpu_util"),
     ("显存够用，但是loss溢出了", "numerics"),
@@ -1003,3 +1004,23 @@ def test_the_card_said_full_is_an_oom(kn, text: str, branch: str) -> None:
 ])
 def test_the_input_pipeline_named_beside_an_oom_yields_to_it(kn, text: str, branch: str) -> None:
     assert _first_branch(kn, text) == branch
+
+
+@pytest.mark.parametrize(("text", "branch", "first"), [
+    # several nodes said slower than one, at length: the comparison is the symptom, and what the
+    # several add is the network between them
+    ("with 4 nodes every step needs far more time than single node training", "nccl",
+     "nccl.cross_node_bandwidth"),
+    ("two nodes are slower than one node for the same global batch", "nccl", "nccl.cross_node_bandwidth"),
+    ("多机训练比单机还慢很多", "nccl", "nccl.cross_node_bandwidth"),
+    # near-misses: one node slower than expected compares no setups; a single node said to take
+    # longer than another single node is no multi-node job
+    ("training on a single node is slower than I expected", "gpu_util", None),
+    ("this epoch took longer than one machine should need", "gpu_util", None),
+])
+def test_several_nodes_slower_than_one(kn, text: str, branch: str, first: str | None) -> None:
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.branches[:1] == [branch]
+    if first:
+        assert rep.hypotheses[0].cause_id == first
+
