@@ -769,6 +769,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         if _THAN.search(text[max(0, a - 24):a]) or any(c <= a and b <= e for c, e in compared):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
+    for m in _ONE_GPU_USED.finditer(text):
+        # "only one GPU is busy at a time": the count is the symptom, not the setup; its words
+        # stay for the causes that name them (blanking kept every offset, so they go back in place)
+        plain = plain[:m.start()] + text[m.start():m.end()] + plain[m.end():]
     for m in _VRAM_OVERFLOW.finditer(text):
         # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
         plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
