@@ -763,26 +763,21 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     from kb.prose_sizes import how_long_stated, setup_spans, slower_across_nodes, works_alone
 
     plain = text
-    # "多卡推理比单卡慢": both cards' counts are the comparison, as "than" is in English
-    compared = [m.span() for m in _MULTI_SLOWER.finditer(text)] if "比" in text else []
+    # a setup's size inside the phrase that is the symptom stays: "多卡推理比单卡慢" (both cards'
+    # counts are the comparison, as "than" is in English), "only one GPU is busy at a time" (the
+    # count is what is wrong), "32g显存直接溢出了" and "4090的24G显存都跑满了" (the card's memory
+    # is what overflows or fills; the words are read as such by _norm_text)
+    one_used = [m.span() for m in _ONE_GPU_USED.finditer(text)]
+    symptom = one_used + [m.span() for rx in (_VRAM_OVERFLOW, _MEMORY_FULL) for m in rx.finditer(text)]
+    if "比" in text:
+        symptom += [m.span() for m in _MULTI_SLOWER.finditer(text)]
     for a, b in setup_spans(text):
-        if _THAN.search(text[max(0, a - 24):a]) or any(c <= a and b <= e for c, e in compared):
+        if _THAN.search(text[max(0, a - 24):a]) or any(c < b and a < e for c, e in symptom):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
-    for m in _ONE_GPU_USED.finditer(text):
-        # "only one GPU is busy at a time": the count is the symptom, not the setup; its words
-        # stay for the causes that name them (blanking kept every offset, so they go back in place)
-        plain = plain[:m.start()] + text[m.start():m.end()] + plain[m.end():]
-    for m in _VRAM_OVERFLOW.finditer(text):
-        # "32g显存直接溢出了": the size is the setup's, the overflow the card's memory (its length kept)
-        plain = plain[:m.start()] + "显存溢出".ljust(m.end() - m.start()) + plain[m.end():]
-    for m in reversed(list(_MEMORY_FULL.finditer(text))):
-        # "4090的24G显存都跑满了": the size is the setup's, the full card what is asked about (last
-        # first: the words may be shorter than the phrase, and no offset is used after this)
-        plain = plain[:m.start()] + " card full " + plain[m.end():]
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
-    if _ONE_GPU_USED.search(text):
-        # "it only uses one GPU" of the four given: the count blanked above is the symptom here
+    if one_used:
+        # "it only uses one GPU" of the four given: also in the knowledge's words for it
         plain += " \n only uses one gpu"
     alone = works_alone(text) if text else set()
     # (what several nodes add is the network between them, a collective's branch; what several
