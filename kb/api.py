@@ -166,7 +166,8 @@ def diagnose(
 
 def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     """Facts that follow from others, where nothing measured them: what the GPU's product name
-    tells (graphs/gpus.yaml) and whether the model fits on one card (kb.weights)."""
+    tells (graphs/gpus.yaml), whether the model fits on one card (kb.weights) and whether the
+    serving engine holds a memory pool (kb.memory_pools)."""
     from kb.facts import model_for
 
     def part(group: str, *names: str) -> dict[str, Any]:
@@ -177,12 +178,13 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     probe = {"gpu": part("gpu", "name", "compute_capability", "memory_total_mib", "count"),
              "distributed": part("distributed", "nvlink_present", "world_size", "nnodes"),
              "inference": part("inference", "tensor_parallel_size", "tp_all_nvlink", "engine",
-                               "gpus_per_replica", "unsplit_weights_fraction"),
+                               "gpus_per_replica", "unsplit_weights_fraction",
+                               "gpu_memory_utilization"),
              "training": part("training", "model_params_billion", "weight_bits", "full_parameter",
                               "zero_stage"),
              "numerics": part("numerics", "dtype"),
              "oom": part("oom", "total_capacity_mib", "weights_fraction", "training_state_fraction",
-                         "model_exceeds_card")}
+                         "model_exceeds_card", "framework_preallocates", "pool_fraction")}
     notes: list[str] = []
     if probe["gpu"].get("name"):
         from kb.gpu_models import complete
@@ -192,6 +194,10 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
         from kb.weights import complete as weights
 
         notes += weights(probe)
+    if probe["inference"].get("engine"):
+        from kb.memory_pools import complete as pools
+
+        notes += pools(probe)
     if not notes:
         return f, []
     data = f.model_dump(mode="python", exclude_defaults=True)

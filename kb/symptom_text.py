@@ -40,10 +40,14 @@ _UNIT_GLUED = re.compile(r"(?i)(\d)(fps|it/s|s/it|tok/s|tokens?/s(?:ec(?:ond)?)?
                          r"(?![a-z0-9])")
 
 
-#: a library built ("I compiled the GPU version", "compiled from source with CUDA"): the build,
-#: not a graph compiler
-_BUILD_COMPILE = re.compile(r"(?i)\bcompil(?:e|es|ed|ing)\s+(?:\w+\s+){0,3}?(?:from\s+(?:the\s+)?source"
-                            r"|(?:the\s+|a\s+)?(?:gpu|cuda)\s+version|with\s+(?:cuda|gpu)(?:\s+support)?)\b")
+#: a library built ("I compiled the GPU version", "compiled from source with CUDA", a CMake
+#: option "Please compile with -DSHERPA_ONNX_ENABLE_GPU=ON", TensorFlow's start-up line "This
+#: TensorFlow binary ... was not compiled to use: AVX2 FMA" from cpu_feature_guard.cc): the
+#: build, not a graph compiler
+_BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
+                            r"|\bcompil(?:e|es|ed|ing)\s+(?:\w+\s+){0,3}?(?:from\s+(?:the\s+)?source"
+                            r"|(?:the\s+|a\s+)?(?:gpu|cuda)\s+version|with\s+(?:cuda|gpu)(?:\s+support)?"
+                            r"|with\s+-D[A-Z][A-Z0-9_]*)\b")
 
 
 #: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized"; not
@@ -590,6 +594,12 @@ def mentions(text: str) -> Mentions:
     return out
 
 
+#: the user's machine said to run Windows ("Windows 11", "win10", "on Windows", "WSL2" (CUDA in
+#: WSL goes through the Windows driver), "windows系统"); not a window of time or a sliding window
+_WINDOWS_SAID = re.compile(r"(?i)(?<![A-Za-z0-9_-])(?:windows\s*(?:7|8|10|11|server|pc|machine|laptop|desktop"
+                           r"|系统|上|下|电脑)|win\s?(?:7|10|11)|(?:on|under|using)\s+windows|wsl2?)(?![A-Za-z0-9_-])")
+
+
 def _set(facts: dict[str, Any], path: str, value: Any) -> None:
     set_fact(facts, path, value, overwrite=True)
 
@@ -646,6 +656,9 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, "oom.occurred", True)
         for path, value in sized.items():
             _set(facts, path, value)
+    if _WINDOWS_SAID.search(text):
+        # the machine named as Windows (its driver may spill a full card into shared memory)
+        _set(facts, "software.windows", True)
     if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
         _set(facts, "oom.device_memory_said", True)

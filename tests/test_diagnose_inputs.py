@@ -148,3 +148,28 @@ def test_a_job_on_its_gpu_is_not_said_to_run_on_the_cpu(tmp_path: Path) -> None:
     doc = json.loads(run("--input", str(log), "--symptom", "training is very slow").stdout)
     assert "gpu_util.no_gpu_in_use" not in [f["cause_id"] for f in doc["findings"]]
     assert doc["branches"][:1] == ["gpu_util"]
+
+
+# JAX's allocator line (xla/pjrt/gpu/gpu_helpers.cc) and TensorFlow/XLA's cuBLAS handle
+# failure (stream_executor/cuda/cuda_blas.cc), as public logs quote them
+JAX_POOL_CUBLAS = """\
+I0000 00:00:1745543868.274491 1243516 se_gpu_pjrt_client.cc:999] Using BFC allocator.
+I0000 00:00:1745543868.274817 1243516 gpu_helpers.cc:136] XLA backend allocating 3825205248 bytes on device 0 for BFCAllocator.
+E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_blas.cc:232] failed to create cublas handle: CUBLAS_STATUS_NOT_INITIALIZED
+"""
+
+
+def test_a_preallocated_pool_starving_cublas_is_found_from_the_log(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(JAX_POOL_CUBLAS, encoding="utf-8")
+    doc = json.loads(run("--input", str(log)).stdout)
+    assert doc["status"] == "confirmed" and doc["branches"] == ["oom"]
+    assert doc["findings"][0]["cause_id"] == "oom.framework_preallocation"
+
+
+def test_a_handle_failure_without_a_pool_is_only_a_hypothesis(tmp_path: Path) -> None:
+    # near-miss: the pool grows on demand ("will use up to"): the handle failed for another reason
+    log = tmp_path / "run.log"
+    log.write_text(JAX_POOL_CUBLAS.replace("allocating 3825205248", "will use up to 3825205248"), encoding="utf-8")
+    doc = json.loads(run("--input", str(log)).stdout)
+    assert not any(f["cause_id"] == "oom.framework_preallocation" for f in doc.get("findings") or [])

@@ -25,7 +25,9 @@ _KNOWN = {
     "power.draw", "timestamp", "count", "fan.speed", "memory.reserved",
 }
 _TABLE_TITLE = re.compile(r"NVIDIA-SMI\s+(\S+)\s+Driver Version:\s*(\S+)(?:\s+CUDA Version:\s*(\S+))?")
-_TABLE_ROW1 = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|")
+#: the first row of a GPU: its index, name and persistence mode (Linux) or driver model (Windows:
+#: WDDM, or TCC for a compute-only card)
+_TABLE_ROW1 = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off|WDDM|TCC)\s+\|")
 _TABLE_ROW2 = re.compile(
     r"^\|\s*\S+\s+\S+\s+\S+\s+.*?\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+|N/A)%?\s+"
 )
@@ -145,6 +147,8 @@ def _table_line(line: str, facts: dict, indices: set[str], notes: list[str]) -> 
     m = _TABLE_ROW1.match(line)
     if m and "MiB" not in line:
         indices.add(m.group(1))
+        if m.group(3) in ("WDDM", "TCC"):
+            set_fact(facts, "software.windows", True)
         name = m.group(2).strip()
         if name and not name.endswith("..."):
             set_fact(facts, "gpu.name", name)

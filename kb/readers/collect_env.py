@@ -104,6 +104,12 @@ class EnvReport:
             set_fact(self.facts, "software.python_version", value.split()[0])
         elif key == "OS":
             set_fact(self.facts, "software.os", value[:100])
+            low = value.lower()
+            if "windows" in low:
+                set_fact(self.facts, "software.windows", True)
+            elif any(w in low for w in ("linux", "ubuntu", "debian", "centos", "red hat", "rocky", "macos",
+                                        "mac os", "darwin")):
+                set_fact(self.facts, "software.windows", False)
         elif key == "vLLM Version":
             self._package("vllm", value.split()[0])
 

@@ -17,9 +17,9 @@ from kb.parsers.base import set_fact
 MAX_VALUE = 200
 #: variables kb may reason over (see graphs/facts.yaml ``env``); prefixes end with "_"
 KEEP_PREFIXES = ("NCCL_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS_", "CUDNN_", "VLLM_", "SGLANG_",
-                 "NVIDIA_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "UCX_", "FI_", "GLOO_")
+                 "NVIDIA_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "UCX_", "FI_", "GLOO_", "XLA_")
 KEEP_NAMES = frozenset({"OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-                        "LOCAL_WORLD_SIZE", "NNODES", "NPROC_PER_NODE"})
+                        "LOCAL_WORLD_SIZE", "NNODES", "NPROC_PER_NODE", "TF_FORCE_GPU_ALLOW_GROWTH"})
 #: never kept even under a kept prefix (credentials)
 _SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", re.I)
 
@@ -96,9 +96,44 @@ def apply_env(facts: dict[str, Any], name: str, value: str) -> None:
             set_fact(facts, "distributed.p2p_disabled", flag)
     elif name == "NCCL_ALGO" and value:
         set_fact(facts, "distributed.nccl_algo", value)
+    elif name in _POOL_VARS:
+        _pool(facts, env)
     elif name == "NCCL_SOCKET_IFNAME" and re.fullmatch(r"[A-Za-z][\w.-]{0,30}", value):
         # one plain interface name (not a prefix list or an ^exclusion)
         set_fact(facts, "distributed.socket_ifname", value)
+
+
+#: the variables that say whether JAX/XLA or TensorFlow reserves its memory pool up front
+#: (https://docs.jax.dev/en/latest/gpu_memory_allocation.html; TensorFlow's
+#: TF_FORCE_GPU_ALLOW_GROWTH is memory growth, tf.config.experimental.set_memory_growth)
+_POOL_VARS = frozenset({"XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION",
+                        "XLA_CLIENT_MEM_FRACTION", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                        "TF_FORCE_GPU_ALLOW_GROWTH"})
+
+
+def _pool(facts: dict[str, Any], env: dict[str, str]) -> None:
+    """``oom.framework_preallocates`` / ``oom.pool_fraction`` from the pool variables stated so
+    far (re-derived on each: one line may turn preallocation off after another set a fraction)."""
+    off = (_truthy(env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true")) is False
+           or env.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").lower() == "platform"
+           or _truthy(env.get("TF_FORCE_GPU_ALLOW_GROWTH", "false")) is True)
+    frac = env.get("XLA_CLIENT_MEM_FRACTION") or env.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    value: float | None = None
+    if frac is not None:
+        try:
+            value = float(frac)
+        except ValueError:
+            value = None
+    oom = facts.setdefault("oom", {})
+    if off:
+        oom["framework_preallocates"] = False
+        oom.pop("pool_fraction", None)
+    elif value is not None and 0 < value <= 1:
+        # a fraction above 1 is unified memory spilling to the host, not a pool on the card
+        oom["framework_preallocates"] = True
+        oom["pool_fraction"] = value
+    elif _truthy(env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")) is True:
+        oom["framework_preallocates"] = True
 
 
 def read_line(facts: dict[str, Any], line: str) -> bool:

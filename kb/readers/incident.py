@@ -52,7 +52,7 @@ _EMPTY_FIELD = re.compile(r"^\s*[-*]?\s*[^:]{2,120}:\s*(?:n/?a|none|no|-|<[^>]*>
 #: mismatch)
 _ENV_FIELD = re.compile(
     r"^\s*[-*]?\s*(?:[^:?\n]{0,60}\bversions?\b[^:?\n]{0,40}(?:\((?:CPU\?/)?GPU\?(?:/TPU\?)?\))?|OS|Operating System|(?:Python )?Platform|Python"
-    r"|GPU models? and configuration|How you installed [^:\n]{0,60}|Is [A-Za-z ]{1,30}(?:available|build)|[A-Z][A-Z_]{3,40} set to"
+    r"|GPU models? and configuration|GPU (?:information|info|name|model|type)|How you installed [^:\n]{0,60}|Is [A-Za-z ]{1,30}(?:available|build)|[A-Z][A-Z_]{3,40} set to"
     r"|Nvidia driver|Driver|GCC|CMake|Libc)\s*:\s*\S"
     # the rest of `python -m torch.utils.collect_env`: its header, the cuDNN library paths it
     # lists, lscpu's aligned fields ("Architecture:      x86_64") and its pip / conda lists

@@ -34,6 +34,14 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
 _DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
+#: XLA's GPU client naming the pool it takes (xla/pjrt/gpu/gpu_helpers.cc; before the openxla
+#: split tensorflow/compiler/xla/pjrt/gpu_device.cc): "allocating" when it preallocates,
+#: "will use up to" when it grows on demand ("for CollectiveBFCAllocator" is another pool)
+_XLA_POOL = re.compile(r"XLA backend (allocating|will use up to) \d+ bytes on device \d+ for BFCAllocator\.")
+#: a Windows path in a traceback frame or a prompt ("File \"C:\\Users\\me\\...\\site-packages\\...\"",
+#: "D:\\ComfyUI\\python_embeded\\python.exe"): the job runs on Windows
+_WINDOWS_PATH = re.compile(r"(?<![\w/])[A-Za-z]:\\(?:Users|Program Files|ProgramData|Windows|[^\\\n\"']{1,80}\\"
+                           r"(?:[^\\\n\"']{1,80}\\){0,8}(?:site-packages|python\.exe|python_embeded|Scripts)\b)")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 
@@ -111,6 +119,13 @@ class LineFacts:
         if "DataParallel(" in line and _DATA_PARALLEL.search(line):
             set_fact(self.facts, "distributed.single_process_multi_gpu", True)
             self._count("model setup")
+            taken = True
+        if ":\\" in line and "windows" not in self.facts.get("software", {}) and _WINDOWS_PATH.search(line):
+            set_fact(self.facts, "software.windows", True)
+        xp = _XLA_POOL.search(line) if "for BFCAllocator" in line else None
+        if xp:
+            set_fact(self.facts, "oom.framework_preallocates", xp.group(1) == "allocating")
+            self._count("XLA allocator")
             taken = True
         uc = _USE_CACHE.search(line) if "use_cache" in line else None
         if uc:

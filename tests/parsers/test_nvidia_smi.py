@@ -46,3 +46,31 @@ def test_forced_format_with_other_columns_is_noted_not_raised() -> None:
     bundle = load("smi_csv_h100_noheader.csv", "nvidia_smi")
     assert bundle.facts == {}
     assert any("skipped" in n for n in bundle.notes)
+
+
+# nvidia-smi on Windows (driver 566.26, as quoted in a public README): the first row of a GPU
+# names its driver model (WDDM) where Linux shows persistence mode
+WINDOWS_TABLE = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 566.26                 Driver Version: 566.26         CUDA Version: 12.7     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                  Driver-Model | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA GeForce RTX 4060 ...  WDDM  |   00000000:01:00.0  On |                  N/A |
+| N/A   48C    P4             57W /   60W |    4421MiB /   8188MiB |     90%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+"""
+
+
+def test_a_windows_table_says_windows() -> None:
+    from kb.parsers.nvidia_smi import parse
+
+    facts = parse(iter(WINDOWS_TABLE.splitlines()), "smi.txt").facts
+    assert facts["software"] == {"windows": True}
+    assert facts["gpu"]["memory_used_mib"] == [4421.0] and facts["gpu"]["utilization_samples"] == [90.0]
+    # near-miss: a Linux table's persistence mode says nothing of the OS
+    linux = WINDOWS_TABLE.replace("WDDM  |", "  On  |")
+    assert "software" not in parse(iter(linux.splitlines()), "smi.txt").facts

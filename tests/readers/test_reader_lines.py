@@ -288,3 +288,46 @@ def test_use_cache(text: str, want: bool | None) -> None:
 ])
 def test_data_parallel_in_code(text: str, want: bool | None) -> None:
     assert facts_of(text).get("distributed", {}).get("single_process_multi_gpu") == want
+
+
+# a framework's memory pool, from its variables (https://docs.jax.dev/en/latest/gpu_memory_allocation.html,
+# TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH) and from XLA's own allocator line
+# (xla/pjrt/gpu/gpu_helpers.cc: "allocating" when it preallocates, "will use up to" when not)
+@pytest.mark.parametrize(("text", "want"), [
+    ("export XLA_PYTHON_CLIENT_MEM_FRACTION=.50", {"framework_preallocates": True, "pool_fraction": 0.5}),
+    ("XLA_CLIENT_MEM_FRACTION=0.9 python train.py", {"framework_preallocates": True, "pool_fraction": 0.9}),
+    ('os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"', {"framework_preallocates": False}),
+    ("export XLA_PYTHON_CLIENT_MEM_FRACTION=.9\nexport XLA_PYTHON_CLIENT_PREALLOCATE=false",
+     {"framework_preallocates": False}),
+    ("XLA_PYTHON_CLIENT_ALLOCATOR=platform python run.py", {"framework_preallocates": False}),
+    ("export TF_FORCE_GPU_ALLOW_GROWTH=true", {"framework_preallocates": False}),
+    ("I0000 00:00:1745543868.274817 1243516 gpu_helpers.cc:136] XLA backend allocating 3825205248 bytes on "
+     "device 0 for BFCAllocator.", {"framework_preallocates": True}),
+    ("2021-08-13 11:12:50.38: I external/org_tensorflow/tensorflow/compiler/xla/pjrt/gpu_device.cc:171] "
+     "XLA backend will use up to 7876018176 bytes on device 0 for BFCAllocator.", {"framework_preallocates": False}),
+    # near-misses: the collectives' pool says nothing of the main one; a fraction above 1 is
+    # unified memory spilling to the host (AlphaFold's 4.0), not a pool on the card
+    ("I0000 00:00:1745543868.275204 1243516 gpu_helpers.cc:177] XLA backend will use up to 1275068416 bytes "
+     "on device 0 for CollectiveBFCAllocator.", {}),
+    ("export XLA_PYTHON_CLIENT_MEM_FRACTION=4.0", {}),
+    ("export TF_FORCE_GPU_ALLOW_GROWTH=false", {}),
+])
+def test_a_frameworks_memory_pool(text: str, want: dict) -> None:
+    got = facts_of(text).get("oom", {})
+    assert {k: got[k] for k in ("framework_preallocates", "pool_fraction") if k in got} == want
+
+
+# the job's operating system: collect_env's OS field, or a Windows path in a traceback or a
+# launch line
+@pytest.mark.parametrize(("text", "want"), [
+    ("OS: Microsoft Windows 11 Pro (10.0.22631 64-bit)", True),
+    ("OS: Ubuntu 22.04.4 LTS (x86_64)", False),
+    (r'  File "C:\Users\me\anaconda3\envs\sd\lib\site-packages\torch\nn\modules\module.py", line 1501, in _call_impl',
+     True),
+    (r"D:\ComfyUI_windows_portable\python_embeded\python.exe -s ComfyUI\main.py --windows-standalone-build", True),
+    # near-misses: a POSIX path, and a colon before a backslash in prose
+    ('  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1501, in _call_impl', None),
+    (r"ratio 3:\n of the runs", None),
+])
+def test_the_jobs_operating_system(text: str, want: bool | None) -> None:
+    assert facts_of(text).get("software", {}).get("windows") is want

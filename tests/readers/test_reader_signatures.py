@@ -647,8 +647,35 @@ def test_stable_diffusion_nan_check_near_misses(text: str) -> None:
     ("RuntimeError: CUDA error: an illegal memory access was encountered", False),
 ])
 def test_the_framework_saying_it_runs_on_the_cpu(line: str, on_cpu: bool) -> None:
+    assert _stated(line).get("training", {}).get("runs_on_cpu", False) is on_cpu
+
+
+def _stated(line: str) -> dict:
+    """The facts the knowledge's signatures state for one line."""
     m = Matcher()
     m.scan(line)
     facts: dict = {}
     apply(facts, m.found(), [], "t")
-    assert facts.get("training", {}).get("runs_on_cpu", False) is on_cpu
+    return facts
+
+
+# a CUDA library that could not create its handle, as TensorFlow/XLA print it (stream_executor
+# cuda_dnn.cc, cuda_blas.cc), and PyTorch's own message (ATen/cuda/CublasHandlePool.cpp)
+@pytest.mark.parametrize(("line", "failed"), [
+    ("2020-05-01 10:00:05.456: E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn "
+     "handle: CUDNN_STATUS_INTERNAL_ERROR", True),
+    ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:336] Could not create cudnn handle: CUDNN_STATUS_ALLOC_FAILED",
+     True),
+    ("E external/org_tensorflow/tensorflow/stream_executor/cuda/cuda_blas.cc:232] failed to create cublas handle: "
+     "CUBLAS_STATUS_NOT_INITIALIZED", True),
+    # near-misses: cuDNN not initialised is a driver or version question, a failing GEMM is no
+    # handle creation, and PyTorch (which keeps no pool up front) failing to create one is a
+    # plain out-of-memory
+    ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:329] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED",
+     False),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_EXECUTION_FAILED when calling `cublasSgemm( handle, opa, opb, m, n, k, "
+     "&alpha, a, lda, b, ldb, &beta, c, ldc)`", False),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", False),
+])
+def test_a_cuda_library_without_its_handle(line: str, failed: bool) -> None:
+    assert _stated(line).get("oom", {}).get("library_handle_failed", False) is failed

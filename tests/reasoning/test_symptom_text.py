@@ -616,6 +616,24 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("训练特别慢，检查了一下 cuda 不可用，一直在用cpu训练", "gpu_util", "gpu_util.no_gpu_in_use"),
     # near-miss: a local runner's layers on the CPU is the serving side's cause
     ("ollama is very slow, it runs on the CPU instead of the GPU", "inference", "inference.layers_on_cpu"),
+    # a framework's pool, said by the user
+    ("JAX takes 90% of the GPU memory as soon as it starts, and then cuDNN fails to initialize", "oom",
+     "oom.framework_preallocation"),
+    ("vllm 启动以后显存居高不下，一直占着 90%", "oom", "oom.framework_preallocation"),
+    ("TensorFlow grabs as much memory as it can on the GPU, so a second process on the card fails to start",
+     "oom", "oom.framework_preallocation"),
+    # the card's memory spilling into shared system memory on Windows, said by the user
+    ("ComfyUI generation gets extremely slow once VRAM is full, it uses shared GPU memory", "inference",
+     "inference.vram_sysmem_fallback"),
+    ("LoRA training on my 3060 slowed to 30 s/it and task manager shows shared gpu memory in use", "gpu_util",
+     "gpu_util.vram_sysmem_fallback"),
+    ("训练很慢，看了一下显存满了，用到了共享显存", "gpu_util", "gpu_util.vram_sysmem_fallback"),
+    # near-miss: the container's /dev/shm is another shared memory
+    ("training is slow and the DataLoader workers die, shared memory is too small in docker", "gpu_util",
+     "gpu_util.dev_shm_too_small"),
+    # the fallback named as a noun
+    ("training is very slow, the log says fallback to cpu although I asked for cuda", "gpu_util",
+     "gpu_util.no_gpu_in_use"),
 ])
 def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
     from kb.symptom_text import name_causes
@@ -917,6 +935,12 @@ def _first_branch(kn, text: str) -> str | None:
     # a library built from source is no graph compiler; the GPU's low use is the complaint
     ("I successfully compile gpu version on win10; gpu is 2x faster than cpu, but slow "
      "utilization of gpu ~ only about 26 percent", "gpu_util"),
+    # a build option named by the tool, and TensorFlow's CPU-feature line at start-up
+    # (cpu_feature_guard.cc): the build again, not a compiler at work
+    ("Please compile with -DSHERPA_ONNX_ENABLE_GPU=ON. Available providers: CPUExecutionProvider. "
+     "Decoding is very slow and the GPU stays idle", "gpu_util"),
+    ("Your CPU supports instructions that this TensorFlow binary was not compiled to use: AVX2 FMA. "
+     "Training crashed with CUDA out of memory", "oom"),
     # near-miss: torch.compile named stays the compiler's
     ("torch.compile made the training slow, it recompiles every step", "compile"),
     # an image-generation app at work is serving, not a training loop
@@ -1024,3 +1048,19 @@ def test_several_nodes_slower_than_one(kn, text: str, branch: str, first: str | 
     if first:
         assert rep.hypotheses[0].cause_id == first
 
+
+
+@pytest.mark.parametrize(("text", "windows"), [
+    ("SDXL LoRA training on Windows 10 with an RTX 3060 12GB got slower every epoch", True),
+    ("win11, 4070, generation takes minutes", True),
+    ("I run it under WSL2 on my laptop", True),
+    ("在windows系统上训练很慢", True),
+    # near-misses: a window of time, a sliding window, a window of the app
+    ("the loss spikes within a window of 100 steps", None),
+    ("sliding window attention makes decoding slow", None),
+    ("the preview windows freeze while generating", None),
+])
+def test_windows_said_is_the_machine(text: str, windows: bool | None) -> None:
+    from kb.symptom_text import extract
+
+    assert extract(text).get("software", {}).get("windows") is windows

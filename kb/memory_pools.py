@@ -1,0 +1,30 @@
+"""Whether the job's serving engine reserves a memory pool up front, from what is known of it.
+
+vLLM claims ``gpu_memory_utilization`` of the card for weights, activations and its KV cache at
+start-up (docs.vllm.ai, Conserving Memory), SGLang ``mem_fraction_static``
+(docs.sglang.io, hyperparameter tuning): a run of either holds that share whatever it serves.
+JAX/XLA and TensorFlow pools are read from their own lines and variables (kb.readers.env,
+kb.readers.lines), not inferred here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: engines that reserve their pool when they start
+PREALLOCATING_ENGINES = frozenset({"vllm", "sglang"})
+
+
+def complete(probe: dict[str, dict[str, Any]]) -> list[str]:
+    """Fill ``oom.framework_preallocates`` / ``oom.pool_fraction`` in ``probe`` where the engine
+    says them and nothing stated them; returns what was derived, in words."""
+    inf, oom = probe.setdefault("inference", {}), probe.setdefault("oom", {})
+    engine, share = inf.get("engine"), inf.get("gpu_memory_utilization")
+    if engine not in PREALLOCATING_ENGINES or "framework_preallocates" in oom:
+        return []
+    oom["framework_preallocates"] = True
+    notes = [f"oom.framework_preallocates = true ({engine} reserves its pool at start-up)"]
+    if share is not None and "pool_fraction" not in oom:
+        oom["pool_fraction"] = share
+        notes.append(f"oom.pool_fraction = {share} (its gpu_memory_utilization)")
+    return notes
