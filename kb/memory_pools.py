@@ -23,8 +23,8 @@ def complete(probe: dict[str, dict[str, Any]]) -> list[str]:
     if engine not in PREALLOCATING_ENGINES or "framework_preallocates" in oom:
         return []
     oom["framework_preallocates"] = True
-    notes = [f"oom.framework_preallocates = true ({engine} reserves its pool at start-up)"]
-    if share is not None and "pool_fraction" not in oom:
-        oom["pool_fraction"] = share
-        notes.append(f"oom.pool_fraction = {share} (its gpu_memory_utilization)")
-    return notes
+    if share is None or "pool_fraction" in oom:
+        return [f"oom.framework_preallocates = true ({engine} reserves its pool at start-up)"]
+    oom["pool_fraction"] = share
+    return [f"oom.framework_preallocates = true, oom.pool_fraction = {share} ({engine} reserves its "
+            f"gpu_memory_utilization of the card at start-up)"]

@@ -124,16 +124,15 @@ def _pool(facts: dict[str, Any], env: dict[str, str]) -> None:
             value = float(frac)
         except ValueError:
             value = None
-    oom = facts.setdefault("oom", {})
     if off:
-        oom["framework_preallocates"] = False
-        oom.pop("pool_fraction", None)
+        set_fact(facts, "oom.framework_preallocates", False, overwrite=True)
+        facts["oom"].pop("pool_fraction", None)
     elif value is not None and 0 < value <= 1:
         # a fraction above 1 is unified memory spilling to the host, not a pool on the card
-        oom["framework_preallocates"] = True
-        oom["pool_fraction"] = value
+        set_fact(facts, "oom.framework_preallocates", True, overwrite=True)
+        set_fact(facts, "oom.pool_fraction", value, overwrite=True)
     elif _truthy(env.get("XLA_PYTHON_CLIENT_PREALLOCATE", "")) is True:
-        oom["framework_preallocates"] = True
+        set_fact(facts, "oom.framework_preallocates", True, overwrite=True)
 
 
 def read_line(facts: dict[str, Any], line: str) -> bool:

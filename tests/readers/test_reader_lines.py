@@ -313,8 +313,8 @@ def test_data_parallel_in_code(text: str, want: bool | None) -> None:
     ("export TF_FORCE_GPU_ALLOW_GROWTH=false", {}),
 ])
 def test_a_frameworks_memory_pool(text: str, want: dict) -> None:
-    got = facts_of(text).get("oom", {})
-    assert {k: got[k] for k in ("framework_preallocates", "pool_fraction") if k in got} == want
+    # a near-miss states nothing of memory at all (no empty group either)
+    assert facts_of(text).get("oom") == (want or None)
 
 
 # the job's operating system: collect_env's OS field, or a Windows path in a traceback or a
