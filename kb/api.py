@@ -166,8 +166,9 @@ def diagnose(
 
 def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     """Facts that follow from others, where nothing measured them: what the GPU's product name
-    tells (graphs/gpus.yaml), whether the model fits on one card (kb.weights) and whether the
-    serving engine holds a memory pool (kb.memory_pools)."""
+    tells (graphs/gpus.yaml), whether the model fits on one card (kb.weights), whether the
+    serving engine holds a memory pool (kb.memory_pools) and how slow a short timing's first
+    call was (kb.warmup)."""
     from kb.facts import model_for
 
     def part(group: str, *names: str) -> dict[str, Any]:
@@ -181,7 +182,8 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
                                "gpus_per_replica", "unsplit_weights_fraction",
                                "gpu_memory_utilization"),
              "training": part("training", "model_params_billion", "weight_bits", "full_parameter",
-                              "zero_stage"),
+                              "zero_stage", "step_time_ms"),
+             "compile": part("compile", "first_call_ratio"),
              "numerics": part("numerics", "dtype"),
              "oom": part("oom", "total_capacity_mib", "weights_fraction", "training_state_fraction",
                          "model_exceeds_card", "framework_preallocates", "pool_fraction")}
@@ -198,6 +200,10 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
         from kb.memory_pools import complete as pools
 
         notes += pools(probe)
+    if probe["training"].get("step_time_ms"):
+        from kb.warmup import complete as warmup
+
+        notes += warmup(probe)
     if not notes:
         return f, []
     data = f.model_dump(mode="python", exclude_defaults=True)

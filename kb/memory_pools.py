@@ -2,7 +2,10 @@
 
 vLLM claims ``gpu_memory_utilization`` of the card for weights, activations and its KV cache at
 start-up (docs.vllm.ai, Conserving Memory), SGLang ``mem_fraction_static``
-(docs.sglang.io, hyperparameter tuning): a run of either holds that share whatever it serves.
+(docs.sglang.io, hyperparameter tuning), TensorRT-LLM ``free_gpu_memory_fraction`` (0.9) of the
+memory left after its weights for the KV cache (nvidia.github.io/TensorRT-LLM, KV cache config),
+LMDeploy's TurboMind ``cache_max_entry_count`` (0.8) of the free memory (lmdeploy docs,
+TurbomindEngineConfig): a run of any of them holds that share whatever it serves.
 JAX/XLA and TensorFlow pools are read from their own lines and variables (kb.readers.env,
 kb.readers.lines), not inferred here.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 #: engines that reserve their pool when they start
-PREALLOCATING_ENGINES = frozenset({"vllm", "sglang"})
+PREALLOCATING_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm", "lmdeploy"})
 
 
 def complete(probe: dict[str, dict[str, Any]]) -> list[str]:

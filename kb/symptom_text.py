@@ -209,6 +209,10 @@ _INIT_HANG = re.compile(r"(?i)" + _INIT_WORD + _SAME_MOMENT + _HANG_WORD
 #: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
 #: Python traceback's path is kept: the subsystem it failed in is evidence). Bounded parts: a
 #: long token costs linear time
+#: a product name of three or more hyphen-joined parts, one with a digit ("deepseek-vl2-small",
+#: "llama-2-7b-chat"): the words inside it are its name, not the user's ("small model")
+_HYPHEN_NAME = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)[A-Za-z][\w.]*(?:-[\w.]+){2,}(?![\w-])")
+
 _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|cpp|cxx|c|h|hpp|cu|cuh)"
                           r"(?::\d+)?(?![^\s\]:,;)])")
 
@@ -789,6 +793,9 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
+    # a product name's parts are no words of the user's ("deepseek-vl2-small model"); the
+    # yields still read the whole text (a model's family places a job in serving)
+    plain = _HYPHEN_NAME.sub(" ", plain)
     if one_used:
         # "it only uses one GPU" of the four given: also in the knowledge's words for it
         plain += " \n only uses one gpu"

@@ -13,6 +13,11 @@ from kb.memory_pools import complete
     ({"inference": {"engine": "vllm", "gpu_memory_utilization": 0.9}},
      {"framework_preallocates": True, "pool_fraction": 0.9}),
     ({"inference": {"engine": "sglang"}}, {"framework_preallocates": True}),
+    # TensorRT-LLM's free_gpu_memory_fraction and LMDeploy's cache_max_entry_count take a share
+    # of the memory left free for the KV cache at start-up
+    ({"inference": {"engine": "tensorrt-llm"}}, {"framework_preallocates": True}),
+    ({"inference": {"engine": "lmdeploy"}}, {"framework_preallocates": True}),
+    ({"inference": {"engine": "ollama"}}, {}),
     # near-misses: an engine that sizes its cache by the context asked for, and a pool the
     # text already stated (a stated value wins)
     ({"inference": {"engine": "llama.cpp"}}, {}),

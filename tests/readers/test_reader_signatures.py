@@ -679,3 +679,39 @@ def _stated(line: str) -> dict:
 ])
 def test_a_cuda_library_without_its_handle(line: str, failed: bool) -> None:
     assert _stated(line).get("oom", {}).get("library_handle_failed", False) is failed
+
+
+# PCIe peer-to-peer blocked by the platform: pciutils' lspci ACS control line (ls-ecaps.c), the
+# kernel's IOMMU fault lines (drivers/iommu/amd/iommu.c, drivers/iommu/intel/dmar.c), CUDA's
+# simpleP2P check and nccl-tests' result check (src/common.cu)
+@pytest.mark.parametrize(("line", "fact"), [
+    ("\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
+     "acs_enabled"),
+    ("[  262.094625] nvidia 0000:41:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0010 "
+     "address=0x64a7f000 flags=0x0000]", "iommu_faults"),
+    ("AMD-Vi: Event logged [IO_PAGE_FAULT device=0a:00.0 domain=0x001d address=0x000000000637c000 "
+     "flags=0x0000]", "iommu_faults"),
+    ("[ 1031.5] DMAR: [DMA Read NO_PASID] Request device [3b:00.0] fault addr 0xfbe00000 [fault reason "
+     "0x06] PTE Read access is not set", "iommu_faults"),
+    ("DMAR: [DMA Write] Request device [04:00.0] fault addr 7f000 [fault reason 05] PTE Write access is not set",
+     "iommu_faults"),
+    ("Verification error @ element 1: val = 0.000000, ref = 4.000000", "p2p_check_failed"),
+    ("# Out of bounds values : 48 FAILED", "p2p_check_failed"),
+])
+def test_platform_blocking_peer_to_peer(line: str, fact: str) -> None:
+    assert _stated(line).get("distributed", {}).get(fact) is True
+
+
+@pytest.mark.parametrize("line", [
+    # near-misses: ACS off, only ACS capability listed, a clean nccl-tests run, an IOMMU that is
+    # merely on (no fault), a device-side GPU page fault of the AMD GPU driver
+    "\t\tACSCtl:\tSrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-",
+    "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans+",
+    "# Out of bounds values : 0 OK",
+    "[    0.512] AMD-Vi: Interrupt remapping enabled",
+    "[    0.498] DMAR: IOMMU enabled",
+    "amdgpu 0000:03:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:158 vmid:0 pasid:0)",
+])
+def test_platform_peer_to_peer_near_misses(line: str) -> None:
+    assert not any(_stated(line).get("distributed", {}).get(f)
+                   for f in ("acs_enabled", "iommu_faults", "p2p_check_failed"))
