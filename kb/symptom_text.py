@@ -205,14 +205,14 @@ _INIT_HANG = re.compile(r"(?i)" + _INIT_WORD + _SAME_MOMENT + _HANG_WORD
                         + r"|(?:初始化|启动)[^，。,.;；\n]{0,10}?(?:卡住|卡死|挂住|hang|超时)|无法启动|启动不了")
 
 
-#: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
-#: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
-#: Python traceback's path is kept: the subsystem it failed in is evidence). Bounded parts: a
-#: long token costs linear time
 #: a product name of three or more hyphen-joined parts, one with a digit ("deepseek-vl2-small",
 #: "llama-2-7b-chat"): the words inside it are its name, not the user's ("small model")
 _HYPHEN_NAME = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)[A-Za-z][\w.]*(?:-[\w.]+){2,}(?![\w-])")
 
+#: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
+#: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
+#: Python traceback's path is kept: the subsystem it failed in is evidence). Bounded parts: a
+#: long token costs linear time
 _SOURCE_PATH = re.compile(r"(?<!\S)[^\s/]{0,200}(?:/[^\s/]{1,200}){1,40}\.(?:cc|cpp|cxx|c|h|hpp|cu|cuh)"
                           r"(?::\d+)?(?![^\s\]:,;)])")
 

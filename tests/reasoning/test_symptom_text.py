@@ -1064,3 +1064,21 @@ def test_windows_said_is_the_machine(text: str, windows: bool | None) -> None:
     from kb.symptom_text import extract
 
     assert extract(text).get("software", {}).get("windows") is windows
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a hyphen-joined product name's parts are no words of the user's: "small model" inside
+    # "deepseek-vl2-small" names no serving cause; the memory question is what is said
+    ("I cannot load the deepseek-vl2-small model on my 3090, it does not fit", "oom"),
+    # ... but the whole name still places a job in serving (a model family)
+    ("Low GPU utilization when running Deepseek-r1-distill-llama-8B", "inference"),
+    # a model or batch said not to fit is a memory question (a weak word), in either language
+    ("I tried to run Llama 70B on NVIDIA A10G and it does not fit.", "oom"),
+    ("模型太大，单卡放不下", "oom"),
+    # 挂起: a job suspended, a hang
+    ("多GPU执行时任务长时间挂起", "nccl"),
+    # a generation said to take very long is serving slowness, not a crash of the collective branch
+    ("koboldcpp generates for a very long time, and crashes when I choose CuBLAS", "inference"),
+])
+def test_names_products_fits_and_hangs(text: str, branch: str) -> None:
+    assert kb.diagnose(symptom=text).branches[0] == branch
