@@ -167,8 +167,8 @@ def diagnose(
 def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
     """Facts that follow from others, where nothing measured them: what the GPU's product name
     tells (graphs/gpus.yaml), whether the model fits on one card (kb.weights), whether the
-    serving engine holds a memory pool (kb.memory_pools) and how slow a short timing's first
-    call was (kb.warmup)."""
+    serving engine holds a memory pool (kb.memory_pools), how slow a short timing's first
+    call was (kb.warmup) and how crowded the host's cores are (kb.cpu_load)."""
     from kb.facts import model_for
 
     def part(group: str, *names: str) -> dict[str, Any]:
@@ -184,6 +184,9 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
              "training": part("training", "model_params_billion", "weight_bits", "full_parameter",
                               "zero_stage", "step_time_ms"),
              "compile": part("compile", "first_call_ratio"),
+             "cpu": part("cpu", "cores", "load_average", "omp_threads", "load_per_core",
+                         "threads_per_core", "workers_per_core"),
+             "dataloader": part("dataloader", "num_workers"),
              "numerics": part("numerics", "dtype"),
              "oom": part("oom", "total_capacity_mib", "weights_fraction", "training_state_fraction",
                          "model_exceeds_card", "framework_preallocates", "pool_fraction")}
@@ -204,6 +207,10 @@ def _derive(f: Any, kn: Knowledge) -> tuple[Any, list[str]]:
         from kb.warmup import complete as warmup
 
         notes += warmup(probe)
+    if probe["cpu"].get("cores"):
+        from kb.cpu_load import complete as cpu_load
+
+        notes += cpu_load(probe)
     if not notes:
         return f, []
     data = f.model_dump(mode="python", exclude_defaults=True)

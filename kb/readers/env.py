@@ -94,6 +94,9 @@ def apply_env(facts: dict[str, Any], name: str, value: str) -> None:
         flag = _truthy(value)
         if flag is not None:
             set_fact(facts, "distributed.p2p_disabled", flag)
+    elif name == "OMP_NUM_THREADS" and value.strip().isdigit() and int(value) > 0:
+        # each process's intra-op (OpenMP) pool; torchrun sets 1 when it is unset
+        set_fact(facts, "cpu.omp_threads", int(value))
     elif name == "NCCL_ALGO" and value:
         set_fact(facts, "distributed.nccl_algo", value)
     elif name in _POOL_VARS:

@@ -42,6 +42,14 @@ _XLA_POOL = re.compile(r"XLA backend (allocating|will use up to) \d+ bytes on de
 #: "D:\\ComfyUI\\python_embeded\\python.exe"): the job runs on Windows
 _WINDOWS_PATH = re.compile(r"(?<![\w/])[A-Za-z]:\\(?:Users|Program Files|ProgramData|Windows|[^\\\n\"']{1,80}\\"
                            r"(?:[^\\\n\"']{1,80}\\){0,8}(?:site-packages|python\.exe|python_embeded|Scripts)\b)")
+#: the host's load average: procps-ng's uptime and top's first line ("load average: 95.12,
+#: 90.33, 85.01", library/uptime.c sprint_uptime; some locales write "0,52, 0,58, 0,59") and
+#: BSD/macOS uptime ("load averages: 2.15 2.01 1.96"); the first number is the last minute's
+_LOAD_AVERAGE = re.compile(r"\bload averages?:\s*(\d+(?:[.,]\d+)?),?\s+\d+(?:[.,]\d+)?,?\s+\d+(?:[.,]\d+)?")
+#: lscpu's count of logical CPUs (util-linux sys-utils/lscpu.c, "CPU(s):"; also inside
+#: python -m torch.utils.collect_env's "CPU:" section), not "On-line CPU(s) list:" or "NUMA
+#: node0 CPU(s):"
+_LSCPU_CPUS = re.compile(r"^\s*CPU\(s\):\s+(\d{1,5})\s*$")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
 
@@ -88,6 +96,19 @@ class LineFacts:
         ll = _LINK_LAYER.match(line)
         if ll:
             self._link_layers.add(ll.group(1).lower())
+            return True
+        la = _LOAD_AVERAGE.search(line) if "load average" in line else None
+        if la:
+            load = float(la.group(1).replace(",", "."))
+            have = self.facts.get("cpu", {}).get("load_average")
+            if have is None or load > have:  # the busiest snapshot
+                set_fact(self.facts, "cpu.load_average", load, overwrite=True)
+            self._count("load average")
+            return True
+        lc = _LSCPU_CPUS.match(line) if "CPU(s):" in line else None
+        if lc and int(lc.group(1)) > 0:
+            set_fact(self.facts, "cpu.cores", int(lc.group(1)))
+            self._count("environment report")
             return True
         body = _PROMPT.sub("", line, count=1)
         if args.LAUNCH.search(body) and not body.lstrip().startswith(("File ", "at ")):

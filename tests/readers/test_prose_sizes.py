@@ -156,6 +156,10 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("8 1080 GPUs", 8), ("2 2080ti GPUs", 2), ("on 4096 GPUs", 4096),
     # one card and two cards in Chinese; "单机多卡" (one machine, many cards) counts none
     ("单卡训练", 1), ("双卡跑qwen", 2), ("单机多卡", None),
+    # a count straight before 卡 ("两卡", "四卡", "8卡"); not a card's memory, a model number
+    # before 显卡, or a decimal
+    ("两卡就卡住", 2), ("四卡推理", 4), ("8卡训练很慢", 8), ("24G卡", None), ("3090显卡", None),
+    ("2.5卡", None),
     # a long number is no count followed by a model number ("996" + "1472")
     ("a bf16 array of size 9961472 on 2 GPUs", 2),
     # an image size is no count ("512x512" is not 512 cards of a product "x512")
@@ -219,6 +223,7 @@ def test_full_fine_tuning_in_the_words_supports_too_large() -> None:
     ("I have successfully run the training code in a single card. On multi 3090 cards it runs out of memory.", {"gpu"}),
     ("The error does not happen when I run training with a single GPU; with 4 GPUs it does.", {"gpu"}),
     ("单卡可以，多卡就 OOM", {"gpu"}),
+    ("单卡正常，两卡就有问题，卡住不动", {"gpu"}),
     # near-misses: one unit alone, no several to compare with; the one unit being the slow one
     ("works fine on a single GPU", set()),
     ("I am running on a single GPU and it is slow", set()),

@@ -159,6 +159,24 @@ CASES = [
     # torchtune wraps torchrun: `tune run --nproc_per_node 4 <recipe>` (one node by default)
     ("tune run --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora",
      {"distributed": {"nnodes": 1, "world_size": 4}}),
+    # procps-ng uptime (this machine, 2026-12-05) and top's first line: the 1-minute load average
+    (" 17:00:47 up  3:35,  0 user,  load average: 0.22, 0.71, 0.92",
+     {"cpu": {"load_average": 0.22}}),
+    ("top - 11:02:13 up 12 days,  3:35,  2 users,  load average: 388.12, 371.40, 290.77\n"
+     "Tasks: 812 total,   9 running, 803 sleeping,   0 stopped,   0 zombie",
+     {"cpu": {"load_average": 388.12}}),
+    # two snapshots: the busiest one; a locale with decimal commas; BSD/macOS uptime
+    ("load average: 12.50, 10.00, 9.00\nload average: 40.25, 20.00, 10.00\nload average: 30.00, 29.00, 28.00",
+     {"cpu": {"load_average": 40.25}}),
+    (" 10:01:02 up 1 day,  1 user,  load average: 0,52, 0,58, 0,59", {"cpu": {"load_average": 0.52}}),
+    ("10:01  up 3 days, 22:41, 2 users, load averages: 2.15 2.01 1.96", {"cpu": {"load_average": 2.15}}),
+    # util-linux lscpu (this machine), and its line inside collect_env's "CPU:" section
+    ("CPU(s):                                  2\nOn-line CPU(s) list:                     0,1\n"
+     "NUMA node0 CPU(s):                       0,1", {"cpu": {"cores": 2}}),
+    # OMP_NUM_THREADS before a launch: each process's intra-op pool
+    ("OMP_NUM_THREADS=64 torchrun --nproc_per_node 8 train.py",
+     {"cpu": {"omp_threads": 64}, "distributed": {"world_size": 8, "nnodes": 1}}),
+    ("export OMP_NUM_THREADS=4", {"cpu": {"omp_threads": 4}}),
     # LLaMA-Factory's trainer CLI: a training job (its cutoff_len is the training length)
     ("llamafactory-cli train --cutoff_len 4096 --per_device_train_batch_size 2 --bf16",
      {"training": {"seq_len": 4096, "micro_batch_size": 2}, "numerics": {"dtype": "bf16"}}),
@@ -221,6 +239,9 @@ def test_a_comparison_of_two_settings_states_neither() -> None:
     "-- Process 1 terminated with the following error:\n---\nloss: --1",
     # another library's class whose name ends in LLM: not an engine's arguments
     "chain = ChainLLM(temperature=0.1, tensor_parallel_size=2)",
+    # lscpu's other CPU(s) lines (a list, a NUMA node's cores); a load average named in prose
+    "On-line CPU(s) list:                     0-95\nNUMA node0 CPU(s):   0-23,48-71",
+    "the load average was high all day",
 ])
 def test_lines_that_state_nothing(text: str) -> None:
     assert facts_of(text) == {}

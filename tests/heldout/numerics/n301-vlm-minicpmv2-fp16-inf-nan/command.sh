@@ -1,0 +1,1 @@
+CUDA_VISIBLE_DEVICES=0 swift infer --model_type minicpm-v-v2-chat

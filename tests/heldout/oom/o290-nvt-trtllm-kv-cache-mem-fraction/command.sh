@@ -1,0 +1,1 @@
+CUDA_VISIBLE_DEVICES=0  python3 quickstart_multimodal.py --model_dir /sys/Qwen2.5-VL-7B-Instruct --modality image --prompt "Describe this picture." --media "my_dataset/img/984557.jpg" --max_num_tokens 1700 --max_seq_len 1800 --max_batch_size 1
