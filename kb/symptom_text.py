@@ -50,10 +50,12 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
                             r"|with\s+-D[A-Z][A-Z0-9_]*)\b")
 
 
-#: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized"; not
-#: "I only use one GPU", the setup)
+#: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized", "the
+#: script will only run on 1 GPU"; not "I only use one GPU" or "we only run on one GPU", the setup)
 _ONE_GPU_USED = re.compile(
     r"(?i)\bonly\s+(?:uses|utili[sz]es|runs\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"|(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+(?:use|utili[sz]e|run\s+on|using"
+    r"|utili[sz]ing|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is|are|was|gets?)\s+(?:being\s+)?"
     r"(?:used|utili[sz]ed|busy)\b")
@@ -444,7 +446,9 @@ def text_branches(text: str, kn: Knowledge) -> dict[str, list[str]]:
     """The branches an artifact's free text names most: those with the most distinct words of
     their vocabulary (a log that says "NaN" and "loss scale" is about numerics). A weak
     reason, for when no fact and no word of the user's puts a branch in play."""
-    hits = classify(text, kn)
+    # the yields read an artifact as they read the user's words: "tok/s" in a training log's
+    # step lines is the training's throughput
+    hits, _ = _yielded(classify(text, kn), text, kn)
     best = max((len(w) for w in hits.values()), default=0)
     return {b: w for b, w in hits.items() if len(w) == best}
 

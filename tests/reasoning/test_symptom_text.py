@@ -881,6 +881,24 @@ def test_a_rate_written_against_its_number_is_read(kn, text: str, branch: str) -
     assert _first_branch(kn, text) == branch
 
 
+@pytest.mark.parametrize(("text", "branch"), [
+    # OpenNMT-py's step line: a training run's own tokens per second
+    ("[2018-08-03 18:07:31,781 INFO] Step 50/55000; acc:   1.33; ppl: 24568.27; xent: 10.11; "
+     "lr: 1.00000; 23006/21669 tok/s;     18 sec\nmulti-GPU training", "gpu_util"),
+    ("the 8 GPU training only reaches 12000 tokens/s", "gpu_util"),
+    # near-misses: the same rate of a server, or of generation during training
+    ("vLLM serves 23006 tok/s after training finished", "inference"),
+    ("GRPO training: the rollout generation runs at 300 tokens/s", "inference"),
+    ("the model only reaches 12000 tokens/s", "inference"),
+])
+def test_a_training_runs_throughput_stays_with_training(kn, text: str, branch: str) -> None:
+    from kb.symptom_text import text_branches
+
+    assert _first_branch(kn, text) == branch
+    # an artifact's own text is read with the same yields as the user's words
+    assert next(iter(text_branches(text, kn))) == branch
+
+
 def test_a_progress_bars_rate_in_a_log_names_no_branch(kn) -> None:
     # tqdm prints "109.87s/it" on every bar: a log's rate is no complaint about speed
     log = ("Running predictions on sample ttbar on rank=0:  25%|##5       | 1/4 [01:49<05:29, "
@@ -949,8 +967,13 @@ def _first_branch(kn, text: str) -> str | None:
     ("With one GPU it has been running for a week. I changed the number of GPU in my slurm job "
      "to 4, however, it only uses one GPU", "gpu_util"),
     ("with 8 cards only 1 GPU is being utilized and the epoch takes hours", "gpu_util"),
+    ("there are 4 gpus but the sweep will only run on 1 GPU", "gpu_util"),
+    ("the python script only use one GPU of the eight", "gpu_util"),
+    ("one card works and the other 3 gpus remain idle", "gpu_util"),
     # near-misses: one GPU used by choice is the setup; the failure names the branch
     ("I only use one GPU and the job dies with CUDA out of memory", "oom"),
+    ("we only run on one GPU and the job dies with CUDA out of memory", "oom"),
+    ("I am only using one GPU, and the job dies with CUDA out of memory", "oom"),
     ("I'm only using one GPU, and the job dies with CUDA out of memory", "oom"),
 ])
 def test_builds_and_image_apps_name_their_branch(kn, text: str, branch: str) -> None:
