@@ -53,9 +53,8 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
 #: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized", "the
 #: script will only run on 1 GPU"; not "I only use one GPU" or "we only run on one GPU", the setup)
 _ONE_GPU_USED = re.compile(
-    r"(?i)\bonly\s+(?:uses|utili[sz]es|runs\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
-    r"|(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+(?:use|utili[sz]e|run\s+on|using"
-    r"|utili[sz]ing|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
+    r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is|are|was|gets?)\s+(?:being\s+)?"
     r"(?:used|utili[sz]ed|busy)\b")
