@@ -160,6 +160,7 @@ class Reasoner:
         self._produced_memo: dict[tuple[str, str], bool] = {}
         self._root_branch = {b.root: b.id for b in kn.branches.values()}
         self._prior = kn.prior()
+        self._overlap = kn.overlap()
         # which check decides which node, the facts its outgoing steps test, its depth
         self._node_check: dict[str, str] = {}
         self._edge_facts: dict[str, set[str]] = {}
@@ -322,8 +323,10 @@ class Reasoner:
         # evidence: its facts are the setup's, not the symptom's
         most = max((len(extra.get(b, ())) for b in in_play), default=0)
         aside = {b for b in in_play if b not in entered and 2 * len(extra.get(b, ())) < most}
-        results.sort(key=lambda r: (r.state != "confirmed" and r.branch in aside,
-                                    self._rank(r, strength.get(r.branch, (0, 0, 0)))))
+        keys = {id(r): (r.state != "confirmed" and r.branch in aside,
+                        self._rank(r, strength.get(r.branch, (0, 0, 0)))) for r in results}
+        results.sort(key=lambda r: keys[id(r)])
+        results = self._spread(results, keys)
         results = self._causal_order(results)
         next_checks = self._next_checks(results, known, in_play, state)
         status = self._status(results, in_play, symptom_given, flat)
@@ -430,7 +433,13 @@ class Reasoner:
         for r in results:
             sib = open_by_branch.get(r.branch, [])
             n = max(1, len(sib))
-            own = sum(1 - (sum(1 for h in sib if key in h) - 1) / n for key in held[id(r)])
+            # one observed fact counts once, by its most specific test: three tests of the same
+            # value (known, one of a list, equal to) are one observation, not three
+            per_fact: dict[str, float] = {}
+            for key in held[id(r)]:
+                w = 1 - (sum(1 for h in sib if key in h) - 1) / n
+                per_fact[key[0]] = max(per_fact.get(key[0], 0.0), w)
+            own = sum(per_fact.values())
             # support that fails counts against; a fact merely absent (`exists` not met) does
             # not: what was not collected says nothing; nor does a reading of another moment
             against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists"
@@ -499,11 +508,46 @@ class Reasoner:
         # when the evidence ties: the branch the inputs name with more words, then the prior
         # and the likeness of the words to the cause's description together, then the order
         # the branches were named in
-        likely = math.log(self._prior[r.cause_id]) + RESEMBLANCE_WEIGHT * (
-            r.resemblance + PRECEDENT_WEIGHT * r.precedent)
         return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
-                -round(likely, 9), branch_strength[2], seeded, -cause.priority,
+                -round(self._likely(r), 9), branch_strength[2], seeded, -cause.priority,
                 SEVERITY_ORDER[r.severity], r.cause_id)
+
+    def _likely(self, r: CauseResult, prior: float | None = None) -> float:
+        return math.log(self._prior[r.cause_id] if prior is None else prior) + \
+            RESEMBLANCE_WEIGHT * (r.resemblance + PRECEDENT_WEIGHT * r.precedent)
+
+    def _spread(self, results: list[CauseResult], keys: dict[int, tuple]) -> list[CauseResult]:
+        """Hypotheses of equal evidence, each in turn the one that adds the most to those ranked
+        above it: a cause usually accepted together with one already above (observed.yaml
+        ``together``) keeps only the share of its prior where that one was not the answer, so
+        the first few cover as many past answers as they can."""
+        if not self._overlap:
+            return results
+        out: list[CauseResult] = []
+        i = 0
+        while i < len(results):
+            # the block of hypotheses that tie up to the prior (the key's first five places)
+            head = keys[id(results[i])]
+            j = i + 1
+            while j < len(results) and keys[id(results[j])][:1] + keys[id(results[j])][1][:5] \
+                    == head[:1] + head[1][:5]:
+                j += 1
+            block = results[i:j]
+            while block:
+                if len(block) > 1 and block[0].state == "hypothesis":
+                    above = [r.cause_id for r in out if r.state != "ruled_out"]
+                    best = max(range(len(block)), key=lambda k: (self._added(block[k], above), -k))
+                else:
+                    best = 0
+                out.append(block.pop(best))
+            i = j
+        return out
+
+    def _added(self, r: CauseResult, above: list[str]) -> float:
+        """How likely r is the answer where none of ``above`` was: its prior less the share it
+        was accepted together with them (never below a tenth of it)."""
+        share = sum(self._overlap.get((r.cause_id, a), 0.0) for a in above)
+        return self._likely(r, self._prior[r.cause_id] * max(1.0 - share, 0.1))
 
     def _leads(self, a: CauseResult, b: CauseResult) -> bool:
         targets = self.kn.causes[a.cause_id].leads_to

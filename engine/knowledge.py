@@ -388,12 +388,20 @@ class Observed(_Model):
     incidents: dict[str, int]
     #: incidents in which the cause was an accepted answer (causes never seen are left out)
     accepted: dict[str, int]
+    #: cause -> another cause (after it in sort order) -> incidents in which both were accepted
+    together: dict[str, dict[str, int]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _counts(self) -> "Observed":
-        bad = [k for k, v in {**self.incidents, **self.accepted}.items() if v < 0]
+        counts = {**self.incidents, **self.accepted,
+                  **{f"{a} + {b}": n for a, row in self.together.items() for b, n in row.items()}}
+        bad = [k for k, v in counts.items() if v < 0]
         if bad:
             raise ValueError(f"negative counts: {', '.join(bad)}")
+        over = [f"{a} + {b}" for a, row in self.together.items() for b, n in row.items()
+                if n > min(self.accepted.get(a, n), self.accepted.get(b, n))]
+        if over:
+            raise ValueError(f"counted together more often than alone: {', '.join(over)}")
         return self
 
 
@@ -449,6 +457,21 @@ class Knowledge(_Model):
         for cid, m in mass.items():
             total[self.causes[cid].branch] = total.get(self.causes[cid].branch, 0.0) + m
         return {cid: m / total[self.causes[cid].branch] for cid, m in mass.items()}
+
+    def overlap(self) -> dict[tuple[str, str], float]:
+        """(a, b) -> the share of a's prior mass (its incidents plus its ``prevalence``) in which
+        b was accepted too: how little a adds to a list that already holds b."""
+        if not self.observed:
+            return {}
+        seen = self.observed.accepted
+        out: dict[tuple[str, str], float] = {}
+        for a, row in self.observed.together.items():
+            for b, n in row.items():
+                if a in self.causes and b in self.causes:
+                    for x, y in ((a, b), (b, a)):
+                        mass = seen.get(x, 0) + PREVALENCE_PSEUDO[self.causes[x].prevalence]
+                        out[(x, y)] = n / mass
+        return out
 
     def facts_model(self, groups: Any = None) -> type[BaseModel]:
         """The input model the fact schema describes (built once per knowledge). ``groups``
@@ -678,6 +701,10 @@ def _load_uncached(root: Path, digest: str) -> tuple[Knowledge, list[Precedent]]
                         for cid in observed.accepted if cid not in causes)
         problems.extend(f"{observed_file} incidents: unknown branch '{b}'"
                         for b in observed.incidents if b not in branches)
+        problems.extend(f"{observed_file} together: unknown cause '{cid}'"
+                        for cid in sorted({a for a in observed.together} |
+                                          {b for row in observed.together.values() for b in row})
+                        if cid not in causes)
     cases: list[Precedent] = []
     cases_file = root / "precedents.yaml"
     if cases_file.exists():

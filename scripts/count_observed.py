@@ -5,7 +5,9 @@ Reads every ``incident.yaml`` of the corpora of real incidents (``tests/incident
 
 - ``graphs/observed.yaml``: per branch, how many incidents the corpus holds, and per cause, in
   how many an expert accepts it as the answer. kb orders hypotheses of equal evidence by these
-  counts plus the cause's ``prevalence`` (a few incidents of belief).
+  counts plus the cause's ``prevalence`` (a few incidents of belief). Per pair of causes, in how
+  many both were accepted: a cause usually accepted beside one already ranked adds little below
+  it.
 - ``graphs/precedents.yaml``: each incident with words, its source, branch, accepted
   causes and the reporter's words; the nearest of them lend their causes weight among tied
   hypotheses, and their branch to words nothing else places (``engine/precedents.py``).
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import yaml
@@ -57,14 +60,21 @@ def count(cases: list[dict]) -> dict:
     """The counts over the corpora's ``cases``, as the file's mapping."""
     incidents: Counter[str] = Counter()
     accepted: Counter[str] = Counter()
+    together: Counter[tuple[str, str]] = Counter()
     for case in cases:
         expected = case["expected"]
         incidents[expected["branch"]] += 1
-        accepted.update(dict.fromkeys(expected.get("accepted") or (), 1))
+        answers = sorted(set(expected.get("accepted") or ()))
+        accepted.update(answers)
+        together.update(combinations(answers, 2))
+    pairs: dict[str, dict[str, int]] = {}
+    for (a, b), n in sorted(together.items()):
+        pairs.setdefault(a, {})[b] = n
     return {
         "source": f"{' + '.join(CORPORA)}: {sum(incidents.values())} incidents",
         "incidents": dict(sorted(incidents.items())),
         "accepted": dict(sorted(accepted.items())),
+        "together": pairs,
     }
 
 

@@ -72,3 +72,55 @@ def test_bad_counts_name_the_file(edited_problems, old: str, new: str, problem: 
     text = edited_problems("observed.yaml", old, new)
     assert "observed.yaml" in text and problem in text, text
 
+
+
+def _row(kn, a: str) -> str:
+    """The lines of observed.yaml that count a together with the causes after it."""
+    return f"  {a}:\n" + "".join(f"    {c}: {n}\n" for c, n in kn.observed.together[a].items())
+
+
+def test_a_cause_usually_accepted_beside_the_first_ranks_below_one_that_adds_more(
+        kn, edited_graphs) -> None:
+    # vague words: the prior orders the hypotheses, and a cause accepted together with the first
+    # in nearly all its incidents adds little as the second answer
+    base = [h.cause_id for h in kb.diagnose({"symptom": "oom"}).hypotheses]
+    assert base[:2] == ["oom.startup_too_large", "oom.host_ram_oom"]
+    # host_ram_oom's incidents all counted together with startup_too_large
+    row = _row(kn, "oom.host_ram_oom")
+    n = kn.observed.together["oom.host_ram_oom"]["oom.startup_too_large"]
+    root = edited_graphs("observed.yaml", row, row.replace(
+        f"oom.startup_too_large: {n}\n",
+        f"oom.startup_too_large: {kn.observed.accepted['oom.host_ram_oom']}\n"))
+    order = [h.cause_id for h in
+             kb.diagnose({"symptom": "oom"}, knowledge=load(root, use_cache=False)).hypotheses]
+    # the first answer is the prior's whatever the pairs say
+    assert order[0] == base[0]
+    assert order.index("oom.host_ram_oom") > 2, order
+
+
+def test_without_pairs_the_prior_alone_orders_the_ties(kn, edited_graphs) -> None:
+    # activations_optimizer_state is accepted beside startup_too_large in nearly all its
+    # incidents: third by the prior alone, out of the first three with the pairs
+    together = kn.observed.together["oom.activations_optimizer_state"]["oom.startup_too_large"]
+    assert together > 0.9 * kn.observed.accepted["oom.activations_optimizer_state"]
+    assert "oom.activations_optimizer_state" not in [
+        h.cause_id for h in kb.diagnose({"symptom": "oom"}).hypotheses[:3]]
+    root = edited_graphs("observed.yaml", "\ntogether:", "\nunused_together:")
+    text = (root / "observed.yaml").read_text(encoding="utf-8")
+    (root / "observed.yaml").write_text(text.split("\nunused_together:")[0] + "\n",
+                                        encoding="utf-8")
+    bare = load(root, use_cache=False)
+    assert bare.observed is not None and not bare.observed.together
+    order = [h.cause_id for h in kb.diagnose({"symptom": "oom"}, knowledge=bare).hypotheses]
+    assert "oom.activations_optimizer_state" in order[:3], order
+
+
+@pytest.mark.parametrize(("new", "problem"), [
+    ("    oom.no_such_cause: 3\n", "together: unknown cause 'oom.no_such_cause'"),
+    ("    oom.startup_too_large: 8000\n", "counted together more often than alone"),
+])
+def test_bad_pairs_name_the_file(kn, edited_problems, new: str, problem: str) -> None:
+    row = _row(kn, "oom.activations_optimizer_state")
+    text = edited_problems("observed.yaml", row, row + new if "no_such" in new else
+                           row.rsplit("    oom.startup_too_large:", 1)[0] + new)
+    assert "observed.yaml" in text and problem in text, text

@@ -638,6 +638,12 @@ def test_stable_diffusion_nan_check_near_misses(text: str) -> None:
     ("GPU available: False, used: False", True),
     ("lightning/pytorch/trainer/setup.py:177: GPU available but not used. You can set it by doing "
      "`Trainer(accelerator='gpu')`.", True),
+    # openai-whisper's transcribe() with its model on the CPU (whisper/transcribe.py)
+    ("/usr/local/lib/python3.10/site-packages/whisper/transcribe.py:114: UserWarning: FP16 is not "
+     "supported on CPU; using FP32 instead\n  warnings.warn(\"FP16 is not supported on CPU; using FP32 "
+     "instead\")", True),
+    ("whisper/transcribe.py:126: UserWarning: Performing inference on CPU when CUDA is available\n"
+     "  warnings.warn(\"Performing inference on CPU when CUDA is available\")", True),
     # near-misses: the job is on the GPU
     ("GPU available: True (cuda), used: True", False),
     ("GPU available: True, used: True", False),
