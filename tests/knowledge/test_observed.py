@@ -73,7 +73,6 @@ def test_bad_counts_name_the_file(edited_problems, old: str, new: str, problem: 
     assert "observed.yaml" in text and problem in text, text
 
 
-
 def _row(kn, a: str) -> str:
     """The lines of observed.yaml that count a together with the causes after it."""
     return f"  {a}:\n" + "".join(f"    {c}: {n}\n" for c, n in kn.observed.together[a].items())

@@ -36,6 +36,18 @@ def test_order_follows_evidence_on_the_path() -> None:
     assert "oom.fragmentation" not in eval_oom[:1]
 
 
+def test_one_observed_fact_counts_once() -> None:
+    # fp16_overflow tests where the NaN came from three ways (known, one of two lists); the one
+    # observation "it came from the loss" is one item of evidence, no more than a sibling that
+    # tests it once gets
+    rep = kb.diagnose({"symptom": "numerics", "numerics": {"nan_source": "loss"}})
+    hyp = {h.cause_id: h for h in rep.hypotheses}
+    fp16 = hyp["numerics.fp16_overflow"]
+    assert sum(1 for e in fp16.holding if e.fact == "numerics.nan_source") >= 2
+    assert fp16.evidence <= 1.0
+    assert max(h.evidence for h in rep.hypotheses) <= 1.0
+
+
 def test_users_words_name_a_cause() -> None:
     # oom.fragmentation's own words (its cause file) rank it first; they never confirm it
     rep = kb.diagnose({**BARE_OOM, "symptom_text": "显存碎片太多，OOM 了"})
