@@ -1,0 +1,1 @@
+rene@puente:~/nccl-tests$ mpirun  -x UCX_NET_DEVICES=mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1 -x NCCL_IB_HCA=mlx5_0:1 --allow-run-as-root --bind-to socket --hostfile hostfile -np 2 --mca pml ucx --map-by ppr:1:node  ./build/all_reduce_perf -b 8 -e 8 -f 2 -g 1
