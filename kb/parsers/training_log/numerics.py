@@ -101,7 +101,7 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
     if "'loss'" in line or "'grad_norm'" in line:
         _hf(sc, line)
         return
-    _plain(sc, line)
+    _plain(sc, line, low)
 
 
 def _overflow(sc: LogScanner, line: str) -> bool:
@@ -150,9 +150,11 @@ def _hf(sc: LogScanner, line: str) -> None:
         sc.run = 0
 
 
-def _plain(sc: LogScanner, line: str) -> None:
+def _plain(sc: LogScanner, line: str, low: str) -> None:
+    # each pattern is tried only when its own word is in the line: a regex scans a whole line
+    # (up to a MiB of one), and most lines hold none of these
     dataload.data_time(sc, line)
-    m = _STEP.search(line)
+    m = _STEP.search(line) if "step" in low or "iter" in low else None
     if m:
         sc.step = int(m.group(1))
     got = False
@@ -161,18 +163,18 @@ def _plain(sc: LogScanner, line: str) -> None:
         sc.metric_records += 1
         got = True
         sc.metric("numerics.loss", v, "loss")
-    m = _PLAIN_GRAD.search(line)
+    m = _PLAIN_GRAD.search(line) if "norm" in low else None
     if m and (v := num(m.group(1))) is not None:
         if not got:
             sc.metric_records += 1
         sc.metric("numerics.grad_norm", v, "grad")
         got = True
-    m = _LOSS_SCALE_KV.search(line)
+    m = _LOSS_SCALE_KV.search(line) if "loss_scale=" in line else None
     if m:
         sc.sample("numerics.loss_scale", num(m.group(1)))
     if got:
         sc.run = 0
-        m = _PLAIN_MS.search(line)
+        m = _PLAIN_MS.search(line) if "ms" in low else None
         if m:
             sc.sample("training.step_time_ms", float(m.group(1) or m.group(2)))
 
