@@ -601,6 +601,20 @@ def mentions(text: str) -> Mentions:
     return out
 
 
+#: the OOM said to come after the run got going ("after several hundred iterations", "after a
+#: few epochs", "in the middle of training", "训着训着", "运行一段时间后"): not at start-up, where
+#: a model too large for the card, another process or ranks sharing one GPU would end it first
+_LATER_IN_RUN = re.compile(
+    r"(?i)\bafter\s+(?:a\s+few|a\s+couple(?:\s+of)?|several|some|many|few|\d[\d,.]*\s*k?)\s+"
+    r"(?:(?:hundreds?|thousands?|dozens?)\s+(?:\(or\s+\w+\)\s+)?(?:of\s+)?)?"
+    r"(?:iterations?|iters?|steps?|epochs?|batch(?:es)?)\b"
+    r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
+    r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
+
+#: evaluation, validation, prediction or sampling named: another place than the training loop
+_EVAL_SAID = re.compile(r"(?i)\b(?:eval\w*|validat\w*|predict\w*|inference|infer|test|testing|generat\w*"
+                        r"|sampl\w*)\b|验证|评估|评测|预测|测试|推理|采样|生成")
+
 #: the user's machine said to run Windows ("Windows 11", "win10", "on Windows", "WSL2" (CUDA in
 #: WSL goes through the Windows driver), "windows系统"); not a window of time or a sliding window
 _WINDOWS_SAID = re.compile(r"(?i)(?<![A-Za-z0-9_-])(?:windows\s*(?:7|8|10|11|server|pc|machine|laptop|desktop"
@@ -669,6 +683,12 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
         _set(facts, "oom.device_memory_said", True)
+    if not m.steps and _LATER_IN_RUN.search(text) \
+            and not _EVAL_SAID.search(text):
+        # whatever branch the words lean to: the fact speaks only of an OOM, when there is one.
+        # "after a few epochs, in validation" is later in time but in the evaluation, which
+        # the loop would rule out: with evaluation named, the place stays unknown
+        _set(facts, "oom.phase", "loop")
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):
         # a step in a numerics text is the first non-finite one only when NaN/Inf is named

@@ -54,6 +54,42 @@ def test_step_numbers(text: str, steps: list[int]) -> None:
     assert mentions(text).steps == steps
 
 
+@pytest.mark.parametrize("text,phase", [
+    # said to come after the run got going: the loop
+    ("consistent out of memory issue after several hundred (or thousand) iteration", "loop"),
+    ("CUDA OOM during training, after some steps", "loop"),
+    ("it runs out of memory after a few epochs", "loop"),
+    ("OOM in the middle of training", "loop"),
+    ("训着训着会突然OOM", "loop"),
+    ("跑了一段时间后显存不够了", "loop"),
+    # near misses: a step number says more (oom.at_step); validation after each epoch, a batch
+    # size increased, an OOM at once say nothing of the phase; memory that climbs every step is
+    # the leak's own symptom (oom.growth), not a place in the run
+    ("GPU memory keeps increasing until CUDA out of memory", None),
+    ("OOM after 300 steps", None),
+    ("the validate() function, which happens after each epoch, runs out of memory", None),
+    ("when I increase the batch size to 64 it OOMs", None),
+    ("CUDA out of memory right at the first batch", None),
+    # later in time but in the evaluation: not the training loop
+    ("after a few epochs it runs out of memory during validation", None),
+])
+def test_oom_later_in_the_run(text: str, phase: str | None) -> None:
+    assert extract(text, branch="oom").get("oom", {}).get("phase") == phase
+
+
+def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
+    # the same OOM with and without "after several hundred iterations": the causes of an OOM
+    # at start-up (model too large, another process, ranks on GPU 0) fall below those of a run
+    # that got going
+    early = [h.cause_id for h in kb.diagnose(symptom="CUDA out of memory").hypotheses]
+    later = [h.cause_id for h in kb.diagnose(
+        symptom="CUDA out of memory after several hundred iterations").hypotheses]
+    startup = {"oom.startup_too_large", "oom.other_process_on_gpu", "oom.ranks_share_gpu0"}
+    assert startup & set(early[:3])
+    assert not startup & set(later[:3])
+    assert "oom.long_input_at_step" in later[:3]
+
+
 @pytest.mark.parametrize("text,dtype", [
     ("bf16 training", "bf16"), ("torch.bfloat16", "bf16"), ("用半精度训练", "fp16"),
     ("FP8 e4m3", "fp8"), ("fp32 baseline", "fp32"), ("fp16 vs bf16", None), ("fp160", None),

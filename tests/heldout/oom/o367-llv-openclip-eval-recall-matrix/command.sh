@@ -1,0 +1,16 @@
+python -u src/training/main.py \
+    --save-frequency 1 \
+    --zeroshot-frequency 3 \
+    --train-data "src/df_openclip_train.csv"  \
+    --val-data "src/df_openclip_val.csv"  \
+    --openai-pretrained \
+    --csv-separator "," \
+    --csv-img-key image_path \
+    --csv-caption-key product_name \
+    --warmup 10000 \
+    --batch-size=128 \
+    --lr=1e-3 \
+    --wd=0.1 \
+    --epochs=30 \
+    --workers=4 \
+    --model ViT-B/32

@@ -1,0 +1,1 @@
+python scripts/txt2img.py --prompt "a photograph of an astronaut riding a horse" --plms
