@@ -611,6 +611,9 @@ _LATER_IN_RUN = re.compile(
     r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
     r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
 
+#: an out-of-memory said in so many words, whatever branch the words lean to first
+_OOM_SAID = re.compile(r"(?i)\boom\b|out\s*of\s*memory|显存")
+
 #: evaluation, validation, prediction or sampling named: another place than the training loop
 _EVAL_SAID = re.compile(r"(?i)\b(?:eval\w*|validat\w*|predict\w*|inference|infer|test|testing|generat\w*"
                         r"|sampl\w*)\b|验证|评估|评测|预测|测试|推理|采样|生成")
@@ -683,11 +686,11 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
         _set(facts, "oom.device_memory_said", True)
-    if not m.steps and _LATER_IN_RUN.search(text) \
+    if not m.steps and (branch == "oom" or _OOM_SAID.search(text)) and _LATER_IN_RUN.search(text) \
             and not _EVAL_SAID.search(text):
-        # whatever branch the words lean to: the fact speaks only of an OOM, when there is one.
-        # "after a few epochs, in validation" is later in time but in the evaluation, which
-        # the loop would rule out: with evaluation named, the place stays unknown
+        # a place in the run of an OOM the words are about ("loss NaN after a few epochs" is
+        # none). "after a few epochs, in validation" is later in time but in the evaluation,
+        # which the loop would rule out: with evaluation named, the place stays unknown
         _set(facts, "oom.phase", "loop")
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):

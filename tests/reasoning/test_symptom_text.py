@@ -77,6 +77,13 @@ def test_oom_later_in_the_run(text: str, phase: str | None) -> None:
     assert extract(text, branch="oom").get("oom", {}).get("phase") == phase
 
 
+def test_a_nan_later_in_the_run_is_no_oom_phase() -> None:
+    # the same words about a NaN set no OOM fact; an OOM said beside another branch's words does
+    assert "oom" not in extract("the loss becomes NaN after a few epochs", branch="numerics")
+    assert extract("dataloader: CUDA out of memory after a few epochs",
+                   branch="gpu_util")["oom"]["phase"] == "loop"
+
+
 def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
     # the same OOM with and without "after several hundred iterations": the causes of an OOM
     # at start-up (model too large, another process, ranks on GPU 0) fall below those of a run
