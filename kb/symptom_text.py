@@ -611,13 +611,6 @@ _LATER_IN_RUN = re.compile(
     r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
     r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
 
-#: an out-of-memory said in so many words, whatever branch the words lean to first
-_OOM_SAID = re.compile(r"(?i)\boom\b|out\s*of\s*memory|显存")
-
-#: evaluation, validation, prediction or sampling named: another place than the training loop
-_EVAL_SAID = re.compile(r"(?i)\b(?:eval\w*|validat\w*|predict\w*|inference|infer|test|testing|generat\w*"
-                        r"|sampl\w*)\b|验证|评估|评测|预测|测试|推理|采样|生成")
-
 #: the user's machine said to run Windows ("Windows 11", "win10", "on Windows", "WSL2" (CUDA in
 #: WSL goes through the Windows driver), "windows系统"); not a window of time or a sliding window
 _WINDOWS_SAID = re.compile(r"(?i)(?<![A-Za-z0-9_-])(?:windows\s*(?:7|8|10|11|server|pc|machine|laptop|desktop"
@@ -686,11 +679,8 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
         _set(facts, "oom.device_memory_said", True)
-    if not m.steps and (branch == "oom" or _OOM_SAID.search(text)) and _LATER_IN_RUN.search(text) \
-            and not _EVAL_SAID.search(text):
-        # a place in the run of an OOM the words are about ("loss NaN after a few epochs" is
-        # none). "after a few epochs, in validation" is later in time but in the evaluation,
-        # which the loop would rule out: with evaluation named, the place stays unknown
+    if branch == "oom" and not m.steps and _LATER_IN_RUN.search(text):
+        # as a step number below, without the number: the OOM came in the training loop
         _set(facts, "oom.phase", "loop")
     if len(m.steps) == 1 and branch in STEP_FACT and (
             branch != "numerics" or _NONFINITE_WORDS.search(text)):
@@ -900,6 +890,11 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # artifacts, the symptom), not one reached only through a cause's word ("checkpoint")
     about = named_by or set(branches)
     said = {k: w for k, w in said.items() if k.split(".", 1)[0] in about}
+    if "oom.where=eval" in said and extracted.get("oom", {}).get("phase") == "loop":
+        # "after a few epochs, in validation": later in time but in the evaluation (the branch's
+        # own words for it), which the loop would rule out
+        rest = {k: v for k, v in extracted["oom"].items() if k != "phase"}
+        extracted = {k: v for k, v in extracted.items() if k != "oom"} | ({"oom": rest} if rest else {})
     if said:
         extracted = {**extracted, "said": sorted(said)}
     quoted = quoted_messages(text, kn) if text else []

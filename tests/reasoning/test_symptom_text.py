@@ -70,18 +70,24 @@ def test_step_numbers(text: str, steps: list[int]) -> None:
     ("the validate() function, which happens after each epoch, runs out of memory", None),
     ("when I increase the batch size to 64 it OOMs", None),
     ("CUDA out of memory right at the first batch", None),
-    # later in time but in the evaluation: not the training loop
-    ("after a few epochs it runs out of memory during validation", None),
 ])
 def test_oom_later_in_the_run(text: str, phase: str | None) -> None:
     assert extract(text, branch="oom").get("oom", {}).get("phase") == phase
 
 
 def test_a_nan_later_in_the_run_is_no_oom_phase() -> None:
-    # the same words about a NaN set no OOM fact; an OOM said beside another branch's words does
+    # the same words about a NaN set no OOM fact
     assert "oom" not in extract("the loss becomes NaN after a few epochs", branch="numerics")
-    assert extract("dataloader: CUDA out of memory after a few epochs",
-                   branch="gpu_util")["oom"]["phase"] == "loop"
+
+
+def test_later_in_the_run_but_in_validation_keeps_the_evaluation_cause(kn) -> None:
+    # later in time but in the evaluation (oom.where=eval, said): the loop is not read, so the
+    # evaluation's own cause stays open and leads
+    rep = kb.diagnose(symptom="after a few epochs it runs out of memory during validation")
+    assert rep.hypotheses[0].cause_id == "oom.eval_no_grad"
+    # without validation named the loop is read, and it rules the evaluation's cause out
+    rep = kb.diagnose(symptom="after a few epochs it runs out of memory")
+    assert "oom.eval_no_grad" in {r.cause_id for r in rep.ruled_out}
 
 
 def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
