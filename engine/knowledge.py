@@ -157,6 +157,10 @@ class Signature(_Model):
     versions: str | None = None
     #: facts a reader may state when the message is seen (flattened paths -> values)
     sets: dict[str, Any] = Field(default_factory=dict)
+    #: a message that speaks against this cause (a line of a job that does run on its GPU
+    #: beside one saying "falling back to CPU"): it states its ``sets`` facts only; it is no
+    #: evidence for the cause and names no branch
+    counter: bool = False
 
     @model_validator(mode="after")
     def _compiles(self, info: ValidationInfo) -> "Signature":
@@ -164,6 +168,8 @@ class Signature(_Model):
 
         if info.context and info.context.get("cached"):
             return self  # compiled when the cache was written; matching compiles it again
+        if self.counter and not self.sets:
+            raise ValueError("a counter signature states facts: give it sets")
         try:
             re.compile(self.pattern)
         except re.error as exc:

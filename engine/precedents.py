@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .resemblance import tokens
 
@@ -28,6 +29,10 @@ NEAREST = 10
 MIN_SIMILARITY = 0.05
 #: a posting's weight is stored as an integer number of these parts (JSON integers parse fast)
 SCALE = 10_000
+#: the second reading of the past cases, each cause's word frequencies (multinomial naive
+#: Bayes): the pseudo-count every word gets for every cause. Small: a cause's own words count
+#: most, and a word none of its past cases held costs it without ruling it out
+SMOOTHING = 0.1
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,23 @@ def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> st
         df.update(tf.keys())
     idf = {t: round(math.log((1 + n) / (1 + d)), 5) for t, d in sorted(df.items()) if d >= 2}
     postings: dict[str, list[int]] = {}
-    for i, (*_, tf) in enumerate(docs):
+    # each cause's word counts over its cases, and each such case's own (to leave it out):
+    # summed here once, not on every start
+    freq: dict[str, dict[str, int]] = {}
+    own: list[list[Any]] = []
+    for i, (_, _, causes, tf) in enumerate(docs):
         for t, x in sorted(_unit(tf, idf).items()):
             postings.setdefault(t, []).extend((i, round(x * SCALE)))
+        words = sorted((t, k) for t, k in tf.items() if t in idf) if causes else []
+        own.append([x for tk in words for x in tk])
+        for c in causes:
+            f = freq.setdefault(c, {})
+            for t, k in words:
+                f[t] = f.get(t, 0) + k
     return json.dumps({"idf": idf, "cases": [[src, branch, causes] for src, branch, causes, _ in docs],
-                       "postings": dict(sorted(postings.items()))},
-                      ensure_ascii=False, separators=(",", ":"))
+                       "postings": dict(sorted(postings.items())),
+                       "freq": {c: dict(sorted(f.items())) for c, f in sorted(freq.items())},
+                       "own": own}, ensure_ascii=False, separators=(",", ":"))
 
 
 class Precedents:
@@ -80,6 +96,13 @@ class Precedents:
             (src, branch, tuple(causes)) for src, branch, causes in data["cases"]]
         # token -> [case, weight, case, weight, ...]: a text touches only its tokens' cases
         self._post: dict[str, list[int]] = data["postings"]
+        # cause -> {token: count} over its cases; per case, its own [token, count, ...]
+        self._freq: dict[str, dict[str, int]] = data.get("freq", {})
+        self._total = {c: sum(f.values()) for c, f in self._freq.items()}
+        # the words some cause's cases hold (one no known case holds tells no cause apart)
+        self._vocab = {t for f in self._freq.values() for t in f}
+        self._own: list[list[Any]] = data.get("own", [])
+        self._by_source = {src: i for i, (src, _, causes) in enumerate(self._cases) if causes}
 
     def __len__(self) -> int:
         return len(self._cases)
@@ -105,6 +128,34 @@ class Precedents:
                          self._cases[i][0] not in without), key=lambda p: (-p[0], p[1]))
         # (stored weights are rounded: a text identical to a case may sum a hair over 1)
         return [Near(*self._cases[i], min(1.0, round(s, 4))) for s, i in ranked]
+
+    def readings(self, text: str, causes: Iterable[str], without: Collection[str] = ()) -> dict[str, float]:
+        """How well each cause's past cases account for the text's words: the log-likelihood
+        of its words under the cause's word frequencies (multinomial naive Bayes, smoothed by
+        :data:`SMOOTHING`), relative to the best (0 for it, below 0 for the others). Where
+        the nearest cases are few or far, the frequencies of all a cause's cases still speak.
+        Cases whose source is in ``without`` are left out."""
+        causes = list(dict.fromkeys(causes))
+        words = Counter(t for t in tokens(text) if t in self._vocab)
+        if not words or not causes:
+            return {c: 0.0 for c in causes}
+        gone: dict[str, Counter[str]] = {}
+        for src in without:  # the left-out cases' own counts come off their causes
+            i = self._by_source.get(src)
+            if i is None:
+                continue
+            own = self._own[i]
+            for c in self._cases[i][2]:
+                less = gone.setdefault(c, Counter())
+                for j in range(0, len(own), 2):
+                    less[own[j]] += own[j + 1]
+        out: dict[str, float] = {}
+        for c in causes:
+            f, less = self._freq.get(c, {}), gone.get(c, Counter())
+            n = self._total.get(c, 0) - sum(less.values()) + SMOOTHING * len(self._vocab)
+            out[c] = sum(k * math.log((f.get(t, 0) - less[t] + SMOOTHING) / n) for t, k in words.items())
+        best = max(out.values())
+        return {c: round(v - best, 4) for c, v in out.items()}
 
     @staticmethod
     def top(similar: Iterable[Near], k: int = NEAREST, known: bool = False) -> list[Near]:

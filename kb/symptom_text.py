@@ -454,12 +454,13 @@ def text_branches(text: str, kn: Knowledge) -> dict[str, list[str]]:
 
 def quoted_messages(text: str, kn: Knowledge) -> list[str]:
     """Causes whose message signatures occur in ``text`` (the user quoting what a tool
-    printed, e.g. "Unsupported: inline in skipfiles: Logger.info")."""
+    printed, e.g. "Unsupported: inline in skipfiles: Logger.info"); a message that speaks
+    against its cause (a counter signature) points to none."""
     from kb.readers.signatures import Matcher, signatures_for
 
     m = Matcher(signatures_for(kn))
     m.scan(text, unwrap=True)
-    return list(dict.fromkeys(h.cause for h in m.found()))
+    return list(dict.fromkeys(h.cause for h in m.found() if not h.counter))
 
 
 def named(text: str, kn: Knowledge, remedies: bool = True

@@ -150,6 +150,39 @@ def test_a_job_on_its_gpu_is_not_said_to_run_on_the_cpu(tmp_path: Path) -> None:
     assert doc["branches"][:1] == ["gpu_util"]
 
 
+# a CPU baseline pasted beside the GPU run: JAX's fallback warning for the one
+# (jax/_src/xla_bridge.py) and nvprof's summary of the other (CUDA profiler guide, summary mode)
+CPU_BASELINE_AND_GPU_RUN = """\
+CPU:
+UserWarning: No GPU/TPU found, falling back to CPU.
+  warnings.warn('No GPU/TPU found, falling back to CPU.')
+0 epoch time: 0.559627
+GPU:
+==22168== NVPROF is profiling process 22168, command: python bench.py
+0 epoch time: 1.203086
+==22168== Profiling application: python bench.py
+==22168== Profiling result:
+            Type  Time(%)      Time     Calls       Avg       Min       Max  Name
+ GPU activities:   41.27%  3.2041ms       120  26.700us  2.1440us  1.0512ms  [CUDA memcpy HtoD]
+"""
+
+
+@pytest.mark.parametrize(("text", "confirmed"), [
+    (CPU_BASELINE_AND_GPU_RUN, False),
+    # the fallback alone: the job is on the CPU
+    (CPU_BASELINE_AND_GPU_RUN.split("GPU:")[0], True),
+])
+def test_a_cpu_fallback_beside_gpu_work_is_a_question_not_a_finding(tmp_path: Path, text: str,
+                                                                   confirmed: bool) -> None:
+    log = tmp_path / "bench.log"
+    log.write_text(text, encoding="utf-8")
+    doc = json.loads(run("--input", str(log), "--symptom", "the GPU is slower than the CPU").stdout)
+    found = [f["cause_id"] for f in doc["findings"]]
+    assert ("gpu_util.no_gpu_in_use" in found) is confirmed
+    if not confirmed:  # still the first thing to check
+        assert doc["hypotheses"][0]["cause_id"] == "gpu_util.no_gpu_in_use"
+
+
 # JAX's allocator line (xla/pjrt/gpu/gpu_helpers.cc) and TensorFlow/XLA's cuBLAS handle
 # failure (stream_executor/cuda/cuda_blas.cc), as public logs quote them
 JAX_POOL_CUBLAS = """\

@@ -39,6 +39,7 @@ class Signature:
     regex: re.Pattern[str]
     literals: tuple[str, ...]  # any one of them must be in a matching line; () = none known
     sets: dict[str, Any]
+    counter: bool = False  # it speaks against its cause: facts only, no evidence
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Hit:
     cause: str
     line: str
     sets: dict[str, Any] = field(default_factory=dict)
+    counter: bool = False
 
 
 def _skip_group(p: str, i: int) -> int:
@@ -169,7 +171,8 @@ def compile_signatures(knowledge: Any) -> list[Signature]:
                 rx = re.compile(sig.pattern)
             except re.error:
                 continue
-            out.append(Signature(cause_id, rx, literals_of(sig.pattern), dict(sig.sets)))
+            out.append(Signature(cause_id, rx, literals_of(sig.pattern), dict(sig.sets),
+                                 bool(getattr(sig, "counter", False))))
     return out
 
 
@@ -254,7 +257,8 @@ class Matcher:
                 lo = max(start, pos - MAX_MATCH_LINE // 2)
                 line = text[lo:min(end, lo + MAX_MATCH_LINE)]
                 if sig.regex.search(line):
-                    self.hits[idx] = Hit(sig.cause, text[start:end][:MAX_MATCH_LINE].strip(), sig.sets)
+                    self.hits[idx] = Hit(sig.cause, text[start:end][:MAX_MATCH_LINE].strip(), sig.sets,
+                                         sig.counter)
                     return
                 pos = text.find(lit, end)
 
@@ -266,7 +270,7 @@ class Matcher:
             for idx in plain:
                 if idx not in self.hits and self.signatures[idx].regex.search(cut):
                     sig = self.signatures[idx]
-                    self.hits[idx] = Hit(sig.cause, cut.strip(), sig.sets)
+                    self.hits[idx] = Hit(sig.cause, cut.strip(), sig.sets, sig.counter)
 
     def found(self) -> list[Hit]:
         """The hits, in the knowledge's signature order."""
@@ -274,17 +278,19 @@ class Matcher:
 
 
 def apply(facts: dict[str, Any], hits: list[Hit], notes: list[str], source: str) -> None:
-    """Record matched cause ids in ``signatures`` and state each hit's ``sets`` facts.
+    """Record matched cause ids in ``signatures`` and state each hit's ``sets`` facts (a
+    counter signature's facts only: it is no evidence for its cause).
 
     A fact the text states explicitly wins over a signature's ``sets`` when they disagree
     (the note says so): the message is evidence, the stated value is a measurement.
     """
     if not hits:
         return
-    ids = facts.setdefault("signatures", [])
     for hit in hits:
-        if hit.cause not in ids:
-            ids.append(hit.cause)
+        if not hit.counter:
+            ids = facts.setdefault("signatures", [])
+            if hit.cause not in ids:
+                ids.append(hit.cause)
         for path, value in hit.sets.items():
             *groups, key = path.split(".")
             node = facts
@@ -297,4 +303,5 @@ def apply(facts: dict[str, Any], hits: list[Hit], notes: list[str], source: str)
                              f"the text says {node[key]!r}; kept the text's value")
     for hit in hits:
         line = hit.line if len(hit.line) <= 200 else hit.line[:197] + "..."
-        notes.append(f"{source}: message of {hit.cause}: {line}")
+        what = f"message against {hit.cause}" if hit.counter else f"message of {hit.cause}"
+        notes.append(f"{source}: {what}: {line}")

@@ -89,6 +89,10 @@ class Hypothesis(_Out):
     #: the vote of the past incidents nearest the words that had this cause (0..1); breaks
     #: ties of evidence, never confirms
     precedent: float = 0.0
+    #: how well the past incidents of this cause account for the words (naive Bayes
+    #: log-likelihood relative to the best cause in play: 0 or below); breaks ties of
+    #: evidence, never confirms
+    reading: float = 0.0
 
 
 class RuledOut(_Out):

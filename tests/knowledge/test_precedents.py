@@ -53,6 +53,28 @@ def test_known_keeps_only_cases_with_an_accepted_cause(cases: Precedents) -> Non
     assert [n.source for n in known] == ["https://example.org/5"]
 
 
+def test_the_cause_whose_cases_hold_the_words_reads_best(cases: Precedents) -> None:
+    # "memory" and "grows" are words of both eval cases and only one of the fragmentation
+    # case's: the cases of oom.eval_no_grad account for them better
+    got = cases.readings("memory grows", ["oom.eval_no_grad", "oom.fragmentation", "numerics.lr_too_high"])
+    assert got["oom.eval_no_grad"] == 0.0
+    assert got["numerics.lr_too_high"] < got["oom.fragmentation"] < 0.0
+    # no word of the cases, or no text: nothing to tell them apart
+    assert set(cases.readings("kernel launch overhead", ["oom.eval_no_grad", "oom.fragmentation"]).values()) == {0.0}
+    assert cases.readings("", ["oom.eval_no_grad"]) == {"oom.eval_no_grad": 0.0}
+
+
+def test_a_case_left_out_takes_its_words_with_it(cases: Precedents) -> None:
+    # both eval cases left out: their cause reads like one with no case at all, no better than
+    # the fragmentation case on the words that case holds
+    causes = ["oom.eval_no_grad", "oom.fragmentation"]
+    kept = cases.readings("memory grows", causes)
+    gone = cases.readings("memory grows", causes,
+                          without={"https://example.org/1", "https://example.org/2"})
+    assert kept["oom.eval_no_grad"] == 0.0 and gone["oom.eval_no_grad"] < 0.0
+    assert gone["oom.fragmentation"] == 0.0
+
+
 def test_words_no_case_shares_find_nothing(cases: Precedents) -> None:
     assert cases.nearest("kernel launch overhead") == []
     # a word only one case holds tells nothing about any other: it has no weight
@@ -147,7 +169,8 @@ def test_the_cli_leaves_a_past_incident_out(edited_graphs) -> None:
     assert shown[0] not in [p["source"] for p in json.loads(again.stdout)["past_incidents"]]
 
 
-COMFY = ("My ComfyUI seems to be using CPU rather than my GPU. I have CUDA Version 12.4 installed "
+# (no branch's words: "rather than my GPU" would name the branch itself)
+COMFY = ("My ComfyUI seems to be using the CPU and not my GPU. I have CUDA Version 12.4 installed "
          "(verified by nvidia-smi in power shell).")
 
 

@@ -656,6 +656,33 @@ def test_the_framework_saying_it_runs_on_the_cpu(line: str, on_cpu: bool) -> Non
     assert _stated(line).get("training", {}).get("runs_on_cpu", False) is on_cpu
 
 
+# lines of a job that does run on its GPU (TensorFlow gpu_device.cc, Lightning trainer/setup.py,
+# nvprof's summary as the CUDA profiler guide shows it): they state GPU work and are no message
+# of the CPU cause; nvprof's summary of a process that ran no kernel states nothing
+@pytest.mark.parametrize(("line", "gpu"), [
+    ("2018-05-02 10:11:12.123456: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1053] Created "
+     "TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 10765 MB memory) -> physical "
+     "GPU (device: 0, name: GeForce GTX 1080 Ti, pci bus id: 0000:01:00.0, compute capability: 6.1)", True),
+    ("2021-08-06 21:37:14.147021: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device "
+     "/job:localhost/replica:0/task:0/device:GPU:0 with 9630 MB memory:  -> device: 0, name: Tesla T4", True),
+    ("GPU available: True (cuda), used: True", True),
+    ("GPU available: True, used: True", True),
+    ("==70253== Profiling result:\n            Type  Time(%)      Time     Calls       Avg       Min       "
+     "Max  Name\n GPU activities:   62.58%  3.1040us         2  1.5520us  1.3440us  1.7600us  [CUDA memcpy HtoD]",
+     True),
+    # near-misses: nvprof found no kernel, the job is on the CPU, the device is the CPU
+    ("==28574== Profiling result:\nNo kernels were profiled.\n\n==28574== API calls:\nTime(%)      Time     "
+     "Calls       Avg       Min       Max  Name", False),
+    ("GPU available: True (cuda), used: False", False),
+    ("I tensorflow/core/common_runtime/direct_session.cc] Device mapping: no known devices.", False),
+])
+def test_a_line_of_gpu_work_states_it_and_names_no_cause(line: str, gpu: bool) -> None:
+    facts = _stated(line)
+    assert facts.get("training", {}).get("gpu_work_seen", False) is gpu
+    if gpu:
+        assert "gpu_util.no_gpu_in_use" not in facts.get("signatures", [])
+
+
 def _stated(line: str) -> dict:
     """The facts the knowledge's signatures state for one line."""
     m = Matcher()

@@ -1154,3 +1154,29 @@ def test_windows_said_is_the_machine(text: str, windows: bool | None) -> None:
 ])
 def test_names_products_fits_and_hangs(text: str, branch: str) -> None:
     assert kb.diagnose(symptom=text).branches[0] == branch
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # "VRAM" is the card's memory named, most often to say how big the card is: a memory
+    # question only when nothing else is asked
+    ("VRAM usage is way too high, how can I reduce vram?", "oom"),
+    ("The model only generates 11 tok/s although VRAM was available", "inference"),
+    ("how can i reduce vram? 4x2080ti 22GB, hope all layers can run on gpus with ollama", "inference"),
+    # the work said to run on the CPU instead of the GPU: the loop's question, or serving's when
+    # the text is about serving
+    ("It utilizes my CPU (Intel) instead of the GPU (NVIDIA Quadro) while training", "gpu_util"),
+    ("My GPU is not getting used in processing, it is using CPU only", "gpu_util"),
+    ("ollama runs on the CPU instead of the GPU and generates 2 tokens/s", "inference"),
+])
+def test_the_cards_memory_and_the_cpu_said_in_place_of_the_gpu(text: str, branch: str) -> None:
+    assert kb.diagnose(symptom=text).branches[0] == branch
+
+
+def test_a_quoted_line_of_gpu_work_names_no_cause() -> None:
+    # Lightning's "used: True" quoted in the words speaks against the CPU cause: it is no
+    # message of it (its "used: False" sibling is)
+    from kb.symptom_text import quoted_messages
+
+    kn = load_knowledge()
+    assert quoted_messages("GPU available: True (cuda), used: True", kn) == []
+    assert quoted_messages("GPU available: True (cuda), used: False", kn) == ["gpu_util.no_gpu_in_use"]

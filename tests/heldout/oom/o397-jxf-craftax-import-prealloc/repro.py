@@ -1,0 +1,1 @@
+from craftax.craftax_env import make_craftax_env_from_name
