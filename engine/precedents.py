@@ -67,8 +67,9 @@ def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> st
         df.update(tf.keys())
     idf = {t: round(math.log((1 + n) / (1 + d)), 5) for t, d in sorted(df.items()) if d >= 2}
     postings: dict[str, list[int]] = {}
-    # each cause's word counts over its cases, and each such case's own (to leave it out):
-    # summed here once, not on every start
+    # each cause's word counts over its cases, summed here once, not on every start; and each
+    # such case's own (to leave it out), as a JSON text parsed only by a reading that leaves a
+    # case out (a benchmark's), never by every diagnosis with text
     freq: dict[str, dict[str, int]] = {}
     own: list[list[Any]] = []
     for i, (_, _, causes, tf) in enumerate(docs):
@@ -83,7 +84,8 @@ def index_precedents(cases: Iterable[tuple[str, str, Iterable[str], str]]) -> st
     return json.dumps({"idf": idf, "cases": [[src, branch, causes] for src, branch, causes, _ in docs],
                        "postings": dict(sorted(postings.items())),
                        "freq": {c: dict(sorted(f.items())) for c, f in sorted(freq.items())},
-                       "own": own}, ensure_ascii=False, separators=(",", ":"))
+                       "own": json.dumps(own, ensure_ascii=False, separators=(",", ":"))},
+                      ensure_ascii=False, separators=(",", ":"))
 
 
 class Precedents:
@@ -101,7 +103,8 @@ class Precedents:
         self._total = {c: sum(f.values()) for c, f in self._freq.items()}
         # the words some cause's cases hold (one no known case holds tells no cause apart)
         self._vocab = {t for f in self._freq.values() for t in f}
-        self._own: list[list[Any]] = data.get("own", [])
+        self._own_text: str = data.get("own", "[]")
+        self._own: list[list[Any]] | None = None
         self._by_source = {src: i for i, (src, _, causes) in enumerate(self._cases) if causes}
 
     def __len__(self) -> int:
@@ -144,6 +147,8 @@ class Precedents:
             i = self._by_source.get(src)
             if i is None:
                 continue
+            if self._own is None:
+                self._own = json.loads(self._own_text)
             own = self._own[i]
             for c in self._cases[i][2]:
                 less = gone.setdefault(c, Counter())
