@@ -104,12 +104,14 @@ def test(op: str, actual: Any, expected: Any) -> bool:
 
 
 def other_value(cond: Condition, facts: dict[str, Any]) -> Any:
-    """For ``value: "@path"``: the other fact's value times ``scale`` (None if unknown)."""
+    """For ``value: "@path"``: the other fact's value times ``scale`` (None if unknown). A
+    multiple of zero is unknown too: "100x its first grad norm" says nothing when that first
+    value is 0 (fairseq logs ``gnorm=0.000`` for a step whose batches all ran out of memory)."""
     other = facts.get(cond.other_fact) if cond.other_fact else None
     if other is None:
         return None
     if cond.scale != 1.0 and isinstance(other, (int, float)) and not isinstance(other, bool):
-        return other * cond.scale
+        return None if other == 0 else other * cond.scale
     return other
 
 

@@ -45,12 +45,12 @@ RESEMBLANCE_WEIGHT = 15.0
 PRECEDENT_WEIGHT = 2.0
 #: the past cases' word frequencies per cause (engine.precedents, naive Bayes): their
 #: log-likelihood of the words, relative to the best cause, weighs this much in the same units
-#: (a word ten times likelier under one cause than another moves it by 0.08, an eighth of a
+#: (a word ten times likelier under one cause than another moves it by 0.12, a sixth of a
 #: doubled prior; a text's words add up). Measured leave-one-out on the held-out corpus:
-#: 0.025-0.07 rank alike (0.05 by three firsts); from 0.04 the frequencies of a leak's words
-#: outweigh "no cuda memory ... killed" said beside them; 0.1 and above override the nearest
-#: cases (README "How hypotheses are ranked")
-READING_WEIGHT = 0.035
+#: 0.025-0.07 rank alike, 0.05 best; 0.1 and above override the nearest cases (README "How
+#: hypotheses are ranked"). It was 0.035 while a leak's word frequencies outweighed "no cuda
+#: memory ... killed"; the host's memory said is now evidence (oom.device_memory_said false)
+READING_WEIGHT = 0.05
 #: the nearest past cases' vote for one branch (their summed cosine over NEAREST) that opens
 #: it when nothing else places the words
 MIN_PRECEDENT_BRANCH = 0.1
@@ -108,6 +108,9 @@ class CauseResult:
     #: how well this cause's past cases account for the words (naive Bayes log-likelihood,
     #: relative to the best in play: 0 or below; ranking only)
     reading: float = 0.0
+    #: the branch of the cause ranked first, when this hypothesis would be its consequence
+    #: (an OOM on one rank, then the others waiting in a collective): named second
+    follows: str | None = None
 
 
 @dataclass
@@ -343,6 +346,7 @@ class Reasoner:
         results.sort(key=lambda r: keys[id(r)])
         results = self._spread(results, keys)
         results = self._causal_order(results)
+        results = self._chained(results, entered)
         next_checks = self._next_checks(results, known, in_play, state)
         status = self._status(results, in_play, symptom_given, flat)
         # the lead branch is the one of the best-supported cause: artifacts and words decide
@@ -587,6 +591,31 @@ class Reasoner:
             return results  # a cycle in the knowledge's chains: keep the evidence order
         order = list(nx.lexicographical_topological_sort(g, key=lambda i: i))
         return [conf[i] for i in order] + [r for r in results if r.state != "confirmed"]
+
+    def _chained(self, results: list[CauseResult], entered: set[str]) -> list[CauseResult]:
+        """The first cause, of a branch a fact or a message entered, followed at once by the
+        best hypothesis of a branch only the words name when the first leads to it: an OOM in
+        the log beside "it hangs" on eight GPUs is one rank's OOM that left the others waiting,
+        both named, in causal order (a branch after all eleven OOM hypotheses is not named)."""
+        live = [r for r in results if r.state != "ruled_out"]
+        if len(live) < 2 or live[0].branch not in entered:
+            return results
+        first = live[0]
+        # which cause of the first branch it is may still be open: any that ties with it on
+        # the evidence and leads on (a cause the evidence put ahead speaks for itself: vLLM's
+        # KV cache too small for max_model_len stops one engine, it leaves no rank waiting)
+        targets = {t for r in live if r.branch == first.branch and r.state == first.state
+                   and r.evidence == first.evidence for t in self.kn.causes[r.cause_id].leads_to}
+        follow = next((r for r in live[1:] if r.state == "hypothesis" and r.branch != first.branch
+                       and r.branch not in entered
+                       and (r.cause_id in targets or f"branch:{r.branch}" in targets)), None)
+        if follow is None:
+            return results
+        follow.follows = first.branch
+        if live[1] is follow:
+            return results
+        rest = [r for r in results if r is not first and r is not follow]
+        return [first, follow] + rest
 
     # -- next checks ------------------------------------------------------------------------
 

@@ -40,7 +40,8 @@ def _join(cond: Condition, key: str) -> Any:
     def check(**kw: Any) -> bool:
         other = kw[b]
         if scale != 1.0:
-            if isinstance(other, bool) or not isinstance(other, (int, float)):
+            # a multiple of zero is no reference (see conditions.other_value)
+            if isinstance(other, bool) or not isinstance(other, (int, float)) or other == 0:
                 return False
             other = other * scale
         return test(op, kw[a], other)

@@ -109,10 +109,15 @@ _VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出"
 #: RAM (内存), not the card's memory (显存), which a framework fills on purpose; it reads 内存占满
 _HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(?<!显卡的)内存[^。.;；!?！？\n，,]{0,10}?"
                             r"(?:占满|满了|耗尽|爆了|泄漏|泄露|一直涨|一直在涨|一直增加|持续增加|持续增长|越来越大|越来越多)")
-#: the loss said to fall to zero with words between ("loss先在2左右上下波动，然后突然变成0"): it reads
-#: "loss becomes zero"
+#: the loss said to fall to zero with words between ("loss先在2左右上下波动，然后突然变成0", "when
+#: training loss some step is 0", "loss becomes 0", "0.0 loss"), or logged as zero ("{'loss':
+#: 0.0, ...", "loss=0"): it reads "loss becomes zero" (not "loss is 0.5", "loss: 0.0123")
 _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|始终为|始终是|全为|全是|都是|等于)"
-                        r"\s*0(?![.\d%])|归零)")
+                        r"\s*0(?![.\d%])|归零)"
+                        r"|(?:\bloss\b(?:[^.;!?\n]){0,30}?\b(?:is|was|are|were|becomes?|became|goes\s+to|went\s+to"
+                        r"|turns?\s+to|turned\s+to|drops?\s+to|dropped\s+to|falls?\s+to|fell\s+to)\s+"
+                        r"|\bloss\b['\"]?\s*[=:]\s*)0(?:\.0+)?(?![.\d%e])"
+                        r"|(?<![\d.])0(?:\.0+)?\s+loss\b")
 #: several cards compared with one, with words between ("多卡推理速度比单卡推理速度慢十倍",
 #: "双卡训练比单卡还要慢"): it reads "多卡更慢", a word of the causes that split one job over
 #: cards (DataParallel in training, a small model split for serving)
@@ -154,6 +159,16 @@ _DEVICE_MEMORY = re.compile(
     r"gpu ?内存(?:不足|不够|溢出|爆|满)|gpu ?(?:已满|满了)")
 _HOST_MEMORY = re.compile(r"\bram\b|\bcpu memory\b|\bhost memory\b|\bsystem memory\b|"
                           r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|(?<!gpu)(?<!gpu )内存")
+#: the host's memory said to run out (not merely named, as "32GB RAM" names the machine's): the
+#: OOM killer's work, or RAM / CPU / host / system memory running out, full, growing or named as
+#: what is used ("the ram usage is 25gb"), 内存 in the same state
+_HOST_MEMORY_OUT = re.compile(
+    r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|\bout of (?:ram|cpu memory|host memory|system memory)\b|"
+    r"\b(?:ram|cpu memory|host memory|system memory) (?:usage|use|consumption)\b|"
+    r"\b(?:ram|cpu memory|host memory|system memory)\b(?:\W+\w+){0,6}?\W+(?:runs? out|ran out|running out|"
+    r"is full|was full|fills? up|filled up|exceed\w*|exhausted|not enough|insufficient|keeps? (?:increasing|"
+    r"growing|rising)|grows?|growing|increas\w*)|(?:not enough|insufficient) (?:ram|cpu memory|host memory|"
+    r"system memory)|(?<!gpu)(?<!gpu )内存\w{0,2}?(?:不足|不够|溢出|爆|满|占满|耗尽|泄漏|泄露)|爆内存")
 #: a focus adverb inside a phrase ("the model runs only on CPU", "it is just in fp16"): the
 #: phrase also reads without it ("runs on cpu"), as the vocabulary writes it
 _FOCUS = re.compile(r"(?i)\b([a-z]+)\s+(?:only|just|entirely|solely|exclusively|completely)\s+"
@@ -677,9 +692,15 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if _WINDOWS_SAID.search(text):
         # the machine named as Windows (its driver may spill a full card into shared memory)
         _set(facts, "software.windows", True)
-    if _DEVICE_MEMORY.search(low := _norm_text(text)) and not _HOST_MEMORY.search(low):
+    low = _norm_text(text)
+    device = bool(_DEVICE_MEMORY.search(low))
+    if device and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
         _set(facts, "oom.device_memory_said", True)
+    elif not device and _HOST_MEMORY_OUT.search(low):
+        # or the host's ("the memory (no cuda memory) keeps increasing and the program is
+        # killed"), with no word of the card's running out
+        _set(facts, "oom.device_memory_said", False)
     if branch == "oom" and not m.steps and _LATER_IN_RUN.search(text):
         # as a step number below, without the number: the OOM came in the training loop
         _set(facts, "oom.phase", "loop")

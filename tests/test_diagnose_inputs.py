@@ -206,3 +206,48 @@ def test_a_handle_failure_without_a_pool_is_only_a_hypothesis(tmp_path: Path) ->
     log.write_text(JAX_POOL_CUBLAS.replace("allocating 3825205248", "will use up to 3825205248"), encoding="utf-8")
     doc = json.loads(run("--input", str(log)).stdout)
     assert not any(f["cause_id"] == "oom.framework_preallocation" for f in doc.get("findings") or [])
+
+
+# fairseq's progress line and PyTorch 1.x's OOM message as fairseq's trainer logs it when it
+# skips the batch (fairseq/trainer.py, "ran out of memory with exception")
+OOM_SKIPPED = """\
+| epoch 003:   41%|####1     | 2050/5000 [12:31<18:02,  2.73it/s, loss=4.912, nll_loss=3.101, ppl=8.58, wps=10213, ups=2, wpb=4012.000, bsz=137.000, num_updates=5210, lr=0.0005, gnorm=0.612, clip=0.000, oom=0.000, wall=3401, train_wall=3150]
+| WARNING: ran out of memory with exception: CUDA out of memory. Tried to allocate 3.20 GiB (GPU 0; 10.91 GiB total capacity; 4.27 GiB already allocated; 2.38 GiB free; 6.13 GiB cached);
+ Skipping batch
+"""
+
+
+@pytest.mark.parametrize(("words", "follows"), [
+    # the words name a hang of several ranks: one rank's OOM left the others in a collective
+    ("the training gets stuck on 4 GPUs after an OOM batch, no new log lines", True),
+    # near-miss: no hang is said, the OOM is the whole problem
+    ("out of memory on 4 GPUs after a few hundred steps", False),
+])
+def test_a_hang_beside_an_oom_is_named_second_as_its_consequence(tmp_path: Path, words: str,
+                                                                 follows: bool) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(OOM_SKIPPED, encoding="utf-8")
+    doc = json.loads(run("--input", str(log), "--symptom", words).stdout)
+    ranked = [(f["branch"], None) for f in doc["findings"]] + [
+        (h["branch"], h["follows"]) for h in doc["hypotheses"]]
+    assert ranked[0][0] == "oom"
+    assert (ranked[1] == ("nccl", "oom")) is follows
+    assert sum(f is not None for _, f in ranked) == int(follows)
+    md = subprocess.run([sys.executable, "-m", "kb", "diagnose", "--input", str(log), "--symptom",
+                         words, "--format", "md"], capture_output=True, text=True, cwd=ROOT,
+                        timeout=120, env={**os.environ, "KB_NO_CACHE": "1"}).stdout
+    assert ("would follow from the failure above (`oom`)" in md) is follows
+
+
+def test_a_serving_engine_stopped_by_its_kv_cache_leaves_no_rank_waiting(tmp_path: Path) -> None:
+    # near-miss: vLLM's own check (vllm/v1/core/kv_cache_utils.py) stops the engine before it
+    # serves; a crash said beside it is that stop, no collective a rank was left waiting in
+    log = tmp_path / "serve.log"
+    log.write_text("ValueError: To serve at least one request with the models's max seq len (131072), "
+                   "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+                   "(9.87 GiB). Based on the available memory, the estimated maximum model length is "
+                   "80832. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                   "initializing the engine.\n", encoding="utf-8")
+    doc = json.loads(run("--input", str(log), "--symptom",
+                         "vllm crashed and hangs on 4 GPUs with tensor parallel").stdout)
+    assert all(h["follows"] is None for h in doc["hypotheses"])

@@ -129,7 +129,7 @@ class ReportBuilder:
                            missing=r.missing, evidence=r.evidence, signature=r.signature,
                            mentioned=r.mentioned, said=list(r.said),
                            resemblance=r.resemblance, precedent=r.precedent,
-                           reading=r.reading)
+                           reading=r.reading, follows=r.follows)
                 for r in d.hypotheses]
         ruled = [RuledOut(cause_id=r.cause_id, branch=r.branch,
                           title=self.kn.causes[r.cause_id].title.get(self.lang),

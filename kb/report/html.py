@@ -327,7 +327,9 @@ def render(report: Report, kn: Knowledge, facts: Any = None) -> str:
             by = t("punct", "list").join(_e(x) for x in settles.get(hy.cause_id, []))
             h.append(f"<li><strong>{_e(hy.title)}</strong> <code>{_e(hy.cause_id)}</code>"
                      f"<br>{_e(t('labels', 'missing'))}{colon}{miss or _e(t('labels', 'none'))}"
-                     + (f"<br>{_e(label(kn, 'settles', lang))}{colon}{by}" if by else "") + "</li>")
+                     + (f"<br>{_e(label(kn, 'settles', lang))}{colon}{by}" if by else "")
+                     + (f"<br>{_e(label(kn, 'follows', lang))} (<code>{_e(hy.follows)}</code>)"
+                        if hy.follows else "") + "</li>")
         h.append("</ul>")
     if report.past_incidents:
         h.append(f"<h2>{_e(t('headings', 'past_incidents'))}</h2><ul>")

@@ -218,6 +218,8 @@ def render(report: Report, kn: Knowledge) -> str:
             if settles.get(h.cause_id):
                 tail = f"{semi}{label(kn, 'settles', lang)}{colon}" + comma.join(
                     esc(x) for x in settles[h.cause_id])
+            if h.follows:
+                tail += f"{semi}{esc(label(kn, 'follows', lang))} ({code(h.follows, False)})"
             lines.append(f"- **{esc(h.title)}** ({code(h.cause_id, False)}){colon}"
                          f"{t('labels', 'missing')}{colon}{miss}{tail}")
         lines.append("")

@@ -93,6 +93,9 @@ class Hypothesis(_Out):
     #: log-likelihood relative to the best cause in play: 0 or below); breaks ties of
     #: evidence, never confirms
     reading: float = 0.0
+    #: the branch of the first cause when this one would be its consequence (one rank's OOM,
+    #: then the others waiting in a collective): ranked right after it
+    follows: str | None = None
 
 
 class RuledOut(_Out):

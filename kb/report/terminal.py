@@ -362,6 +362,8 @@ def render(report: Report, kn: Knowledge, *, width: int | None = None,
             if settles.get(h.cause_id):
                 body.append(f"\n{label(kn, 'settles', lang)}{colon}"
                             + t("punct", "list").join(settles[h.cause_id]))
+            if h.follows:
+                body.append(f"\n{label(kn, 'follows', lang)} ({h.follows})")
             bullet(body)
     if report.past_incidents:
         heading(t("headings", "past_incidents"))

@@ -153,5 +153,18 @@ def test_fact_to_fact_scale_and_unknown(kn) -> None:
     assert evaluate(c, {"a": 40, "b": 100}, kn) is True
     assert evaluate(c, {"a": 60, "b": 100}, kn) is False
     assert evaluate(c, {"a": 60}, kn) is None
+    # a multiple of zero is no reference: "100x its first value" of a first value 0 is unknown
+    grew = Condition(fact="a", op=">=", value="@b", scale=100)
+    assert evaluate(grew, {"a": 0.0, "b": 0.0}, kn) is None
+    assert evaluate(grew, {"a": 5.0, "b": 0.04}, kn) is True
     with pytest.raises(ValueError):
         Condition(fact="a", op="<", value=3, scale=0.5)
+
+
+def test_a_zero_first_grad_norm_opens_no_numerics_branch(kn) -> None:
+    # fairseq's progress line after a step whose batches all ran out of memory: gnorm=0.000 is
+    # both the first and the largest grad norm, and "grew 100x" must not read from it
+    facts = {"numerics": {"grad_norm": [0.0]}, "oom": {"occurred": True}}
+    r = kb.diagnose(facts)
+    assert "numerics" not in r.branches
+    assert r.branches[:1] == ["oom"]

@@ -159,6 +159,9 @@ def test_numpy_log_or_sqrt_at_zero(message: str, fires: bool) -> None:
     ("RuntimeError: [enforce fail at CPUAllocator.cpp:64]. DefaultCPUAllocator: can't allocate memory:you tried "
      "to allocate 664833940224 bytes. Error code 12 (Cannot allocate memory)",
      "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    # c10/core/CPUAllocator.cpp of torch 1.0-1.1: CAFFE_ENFORCE_EQ on posix_memalign, ENOMEM
+    ("RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, nbytes) == 0. "
+     "12 vs 0", "oom.host_ram_oom", ("oom", "host_alloc_failed")),
 ])
 def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str, str]) -> None:
     causes, facts = _scan(message)
@@ -179,6 +182,13 @@ def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str,
 def test_worker_and_hardware_near_misses(message: str) -> None:
     causes, facts = _scan(message)
     assert not {"gpu_util.dev_shm_too_small", "gpu_util.gpu_hardware_errors"} & set(causes)
+
+
+def test_a_bad_alignment_is_no_lack_of_host_memory() -> None:
+    # posix_memalign's EINVAL (22) in torch 1.0-1.1's enforce is a bad alignment, not ENOMEM
+    causes, facts = _scan("RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, "
+                          "gAlignment, nbytes) == 0. 22 vs 0")
+    assert "oom.host_ram_oom" not in causes and "host_alloc_failed" not in facts.get("oom", {})
 
 
 @pytest.mark.parametrize("message", [

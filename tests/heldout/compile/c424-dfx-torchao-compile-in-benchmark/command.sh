@@ -1,0 +1,1 @@
+python benchmark_image.py --quantization fp8dqrow --compile

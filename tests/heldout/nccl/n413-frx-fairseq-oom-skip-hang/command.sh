@@ -1,0 +1,14 @@
+fairseq-train $DATA_DIR \
+  --tensorboard-logdir $CHECKPOINTS_DIR/tb \
+  -s en -t de \
+  --arch transformer_vaswani_wmt_en_de_big \
+  --share-all-embeddings \
+  --optimizer adam --adam-betas '(0.9, 0.98)' \
+  --lr-scheduler inverse_sqrt --warmup-init-lr 1e-07 --warmup-updates 4000 \
+  --lr 0.0007 --min-lr 1e-09 \
+  --clip-norm 0.0 \
+  --update-freq 8 \
+  --dropout 0.3 --weight-decay 0.0 \
+  --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
+  --max-tokens 3000 \
+  --save-dir $CHECKPOINTS_DIR
