@@ -157,18 +157,21 @@ _DEVICE_MEMORY = re.compile(
     r"\b(?:gpu memory|vram|video memory) (?:usage|use|consumption)\b|"
     r"显存\w{0,2}?(?:不足|不够|溢出|爆|满|占满|耗尽)|显存(?:占用|使用|用量)|爆显存|"
     r"gpu ?内存(?:不足|不够|溢出|爆|满)|gpu ?(?:已满|满了)")
+#: the OOM killer's work, said: the host's memory ran out
+_KILLED = r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b"
 _HOST_MEMORY = re.compile(r"\bram\b|\bcpu memory\b|\bhost memory\b|\bsystem memory\b|"
-                          r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|(?<!gpu)(?<!gpu )内存")
+                          + _KILLED + r"|(?<!gpu)(?<!gpu )内存")
 #: the host's memory said to run out (not merely named, as "32GB RAM" names the machine's): the
 #: OOM killer's work, or RAM / CPU / host / system memory running out, full, growing or named as
 #: what is used ("the ram usage is 25gb"), 内存 in the same state
+_HOST_NAMES = r"(?:ram|cpu memory|host memory|system memory)"
 _HOST_MEMORY_OUT = re.compile(
-    r"\bkill(?:ed)?\b|\boom killer\b|\bsigkill\b|\bout of (?:ram|cpu memory|host memory|system memory)\b|"
-    r"\b(?:ram|cpu memory|host memory|system memory) (?:usage|use|consumption)\b|"
-    r"\b(?:ram|cpu memory|host memory|system memory)\b(?:\W+\w+){0,6}?\W+(?:runs? out|ran out|running out|"
-    r"is full|was full|fills? up|filled up|exceed\w*|exhausted|not enough|insufficient|keeps? (?:increasing|"
-    r"growing|rising)|grows?|growing|increas\w*)|(?:not enough|insufficient) (?:ram|cpu memory|host memory|"
-    r"system memory)|(?<!gpu)(?<!gpu )内存\w{0,2}?(?:不足|不够|溢出|爆|满|占满|耗尽|泄漏|泄露)|爆内存")
+    _KILLED + r"|\bout of " + _HOST_NAMES + r"\b|(?:not enough|insufficient) " + _HOST_NAMES
+    + r"|\b" + _HOST_NAMES + r" (?:usage|use|consumption)\b"
+    + r"|\b" + _HOST_NAMES + r"\b(?:\W+\w+){0,6}?\W+(?:runs? out|ran out|running out|is full|was full|"
+    r"fills? up|filled up|exceed\w*|exhausted|not enough|insufficient|grow\w*|increas\w*|ris(?:es|ing))"
+    # 内存占满 and its kin are already read into the text (_HOST_RAM_FULL)
+    r"|(?<!gpu)(?<!gpu )内存\w{0,2}?(?:不足|不够|溢出|满)|爆内存")
 #: a focus adverb inside a phrase ("the model runs only on CPU", "it is just in fp16"): the
 #: phrase also reads without it ("runs on cpu"), as the vocabulary writes it
 _FOCUS = re.compile(r"(?i)\b([a-z]+)\s+(?:only|just|entirely|solely|exclusively|completely)\s+"

@@ -171,8 +171,7 @@ def compile_signatures(knowledge: Any) -> list[Signature]:
                 rx = re.compile(sig.pattern)
             except re.error:
                 continue
-            out.append(Signature(cause_id, rx, literals_of(sig.pattern), dict(sig.sets),
-                                 bool(getattr(sig, "counter", False))))
+            out.append(Signature(cause_id, rx, literals_of(sig.pattern), dict(sig.sets), sig.counter))
     return out
 
 
