@@ -70,7 +70,8 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 
 
 #: a small share of the GPU in use, said in a sentence: "utilises only 5% of NVIDIA 3090 GPU",
-#: "uses just 20 % of the GPUs" (not "of the CPU"); it also reads "low utilization"
+#: "uses just 20 % of the GPUs" (not "of the CPU"), "GPU偶尔最高能到30%"; it also reads "low
+#: utilization"
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
                         r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
                         r"(?:[\w-]+\s+){0,3}?gpus?\b"
@@ -78,7 +79,11 @@ _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+
                         # 30%", "my GPU is only used at 20%", "GPU only runs at 15%"
                         r"|\bgpus?\b(?:\s*\([^)\n]{0,40}\))?\s+(?:is\s+|are\s+|was\s+|were\s+)?(?:only|just)\s+"
                         r"(?:being\s+)?(?:used|utili[sz]ed|running|runs|at|loaded)\s+(?:at\s+|to\s+)?"
-                        r"(?:about\s+|approx\.?\s+|approximately\s+|around\s+|~\s*)?\d{1,2}(?:\.\d+)?\s?%")
+                        r"(?:about\s+|approx\.?\s+|approximately\s+|around\s+|~\s*)?\d{1,2}(?:\.\d+)?\s?%"
+                        # in Chinese, the GPU's own share capped below half ("GPU偶尔最高能到30%",
+                        # "gpu只有20%"), not its memory's ("GPU显存只用了30%")
+                        r"|(?<![a-z])gpu(?:(?!显存|内存)[^，,。；;！!？?\n\d%]){0,8}?"
+                        r"(?:只有|只|才|最高|最多|不到|小于|低于|仅有|仅|能到)\s*[1-4]?\d(?:\.\d+)?\s?%")
 #: the host CPU said to be idle or little used ("CPU utilization was not very high", "very low
 #: utilization on my CPUs", "a lot of CPU idle", "CPU 利用率很低"): it reads "cpu idle", so the
 #: CPU words in it ("cpu utilization") do not name a CPU-bound loop
@@ -110,13 +115,14 @@ _VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出"
 _HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(?<!显卡的)内存[^。.;；!?！？\n，,]{0,10}?"
                             r"(?:占满|满了|耗尽|爆了|泄漏|泄露|一直涨|一直在涨|一直增加|持续增加|持续增长|越来越大|越来越多)")
 #: the loss said to fall to zero with words between ("loss先在2左右上下波动，然后突然变成0", "when
-#: training loss some step is 0", "loss becomes 0", "0.0 loss"), or logged as zero ("{'loss':
-#: 0.0, ...", "loss=0"): it reads "loss becomes zero" (not "loss is 0.5", "loss: 0.0123")
+#: training loss some step is 0", "loss becomes 0", "loss value is zero", "0.0 loss"), or logged
+#: as zero ("{'loss': 0.0, ...", "loss=0"): it reads "loss becomes zero" (not "loss is 0.5",
+#: "loss: 0.0123")
 _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|始终为|始终是|全为|全是|都是|等于)"
                         r"\s*0(?![.\d%])|归零)"
                         r"|(?:\bloss\b(?:[^.;!?\n]){0,30}?\b(?:is|was|are|were|becomes?|became|goes\s+to|went\s+to"
                         r"|turns?\s+to|turned\s+to|drops?\s+to|dropped\s+to|falls?\s+to|fell\s+to)\s+"
-                        r"|\bloss\b['\"]?\s*[=:]\s*)0(?:\.0+)?(?![.\d%e])"
+                        r"|\bloss\b['\"]?\s*[=:]\s*)(?:0(?:\.0+)?(?![.\d%e])|zero\b(?!-))"
                         r"|(?<![\d.])0(?:\.0+)?\s+loss\b")
 #: several cards compared with one, with words between ("多卡推理速度比单卡推理速度慢十倍",
 #: "双卡训练比单卡还要慢"): it reads "多卡更慢", a word of the causes that split one job over

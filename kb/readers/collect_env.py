@@ -7,7 +7,10 @@ followed by ``GPU N: <name>`` lines, ``Nvidia driver version:``, ``[pip3] pkg==v
 ``[conda] pkg ver`` lines), vLLM's extended copy (``vLLM Version: X``,
 https://github.com/vllm-project/vllm/blob/main/vllm/collect_env.py), and the ``- key: value``
 lists of ``transformers env`` / ``diffusers-cli env`` / ``accelerate env``
-(https://github.com/huggingface/transformers/blob/main/src/transformers/commands/env.py).
+(https://github.com/huggingface/transformers/blob/main/src/transformers/commands/env.py), and
+Lightning's bug-report environment (``requirements/collect_env_details.py`` in
+https://github.com/Lightning-AI/pytorch-lightning: ``* CUDA:`` with a ``- GPU:`` list of device
+names one level deeper, ``- available:``, ``- version:``; ``- torch: 2.0.1`` package lines).
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ _PIP_LIST = re.compile(r"^\s*([A-Za-z0-9_.-]+)(?:\s{2,}|==)([0-9][\w.+-]*)\s*$")
 #: `- PyTorch version (GPU?): 2.1.2+cu121 (True)`, "- `transformers` version: 4.36.2"
 _HF = re.compile(r"^\s*-\s+(?:🤗\s*)?`?([A-Za-z][\w -]*?)`?\s+version(?: \(GPU\?\))?:\s*([0-9][\w.+-]*)")
 _HF_GPU = re.compile(r"^\s*-\s+GPU type:\s*(.+?)\s*$")
+#: Lightning's nested print: "- GPU:" alone on its line opens the list of device names, each a
+#: "- <name>" indented deeper; "- torch:             2.0.1" a package
+_LT_GPU_HEAD = re.compile(r"^([ \t]*)-\s+GPU:\s*$")
+_LT_ITEM = re.compile(r"^([ \t]*)-\s+([^:\s][^:]*?)\s*$")
+_LT_PKG = re.compile(r"^\s*-\s+([A-Za-z0-9_.-]+):\s+([0-9][\w.+-]*)\s*$")
 
 
 class EnvReport:
@@ -48,6 +56,8 @@ class EnvReport:
         self.facts = facts
         self.gpus: list[str] = []
         self.in_gpus = False
+        #: the indent of Lightning's "- GPU:" while its list is being read
+        self.lt_indent: int | None = None
 
     def feed(self, line: str) -> bool:
         """Read one line; True when it was part of an environment report."""
@@ -57,6 +67,17 @@ class EnvReport:
                 self.gpus.append(m.group(2))
                 return True
             self.in_gpus = False
+        if self.lt_indent is not None:
+            m = _LT_ITEM.match(line)
+            if m and len(m.group(1).expandtabs(8)) > self.lt_indent:
+                if m.group(2) not in _UNKNOWN:
+                    self.gpus.append(m.group(2))
+                return True
+            self.lt_indent = None
+        m = _LT_GPU_HEAD.match(line)
+        if m:
+            self.lt_indent = len(m.group(1).expandtabs(8))
+            return True
         m = _KEY.match(line)
         if m:
             self._key(m.group(1), m.group(2))
@@ -79,6 +100,12 @@ class EnvReport:
         m = _HF_GPU.match(line)
         if m and m.group(1) not in _UNKNOWN:
             set_fact(self.facts, "gpu.name", m.group(1))
+            return True
+        m = _LT_PKG.match(line)
+        if m and m.group(1).lower() in PACKAGES:
+            if PACKAGES[m.group(1).lower()] == "torch":
+                set_fact(self.facts, "software.torch_version", m.group(2))
+            self._package(m.group(1), m.group(2))
             return True
         return False
 

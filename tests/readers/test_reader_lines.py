@@ -263,6 +263,22 @@ def test_collect_env_gpu_list() -> None:
     assert got["software"]["torch_cuda_version"] == "10.2"
 
 
+def test_lightning_env_report() -> None:
+    got = facts_of((SAMPLES / "lightning_env.txt").read_text())
+    assert got["gpu"] == {"name": "NVIDIA H100 80GB HBM3", "count": 8}
+    assert got["software"]["torch_version"] == "2.1.1+cu118"
+    assert got["software"]["packages"] == {"lightning": "2.1.2", "torch": "2.1.1+cu118"}
+
+
+@pytest.mark.parametrize("text", [
+    # a hand-written bullet list: the GPU on the same line, the next bullet at the same depth
+    "- GPU:  Quadro RTX 6000\n- wandb, version 0.10.31\n",
+    "- GPU:\n- Backend: Flower\n- OS: Ubuntu\n",
+])
+def test_bullet_lists_are_no_lightning_gpu_list(text: str) -> None:
+    assert "count" not in facts_of(text).get("gpu", {})
+
+
 def test_pip_and_hf_env_lists() -> None:
     text = ("[pip3] nvidia-nccl-cu12==2.21.5\n[conda] torch 2.4.0 py3.10_cuda12.1 pytorch\n"
             "- `transformers` version: 4.36.2\n- PyTorch version (GPU?): 2.1.2+cu121 (True)\n"

@@ -200,6 +200,10 @@ def test_a_bad_alignment_is_no_lack_of_host_memory() -> None:
     # bash running a script reports a child's death by signal with its line (jobs.c)
     "2020-11-24 20:22:28.106 /bin/bash: line 27: 318 Killed sh start.sh",
     "./run.sh: line 9:  4567 Killed                  python train.py --bs 64",
+    # zsh's job report in lower case (Src/jobs.c, sig_msg "killed"): background (the line
+    # pasted in tests/heldout/oom/o375-cmp-txt2img-killed-host-ram) and foreground
+    "[1]    52429 killed     python scripts/txt2img.py --prompt  --plms",
+    "zsh: killed     python3 train.py --epochs 10",
 ])
 def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> None:
     causes, facts = _scan(message)
@@ -215,6 +219,10 @@ def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> Non
     "[ERROR] [launch.py:321:sigkill_handler] ['/usr/bin/python', 'train.py'] exits with return code = 1",
     "./run.sh: line 9:  4567 Terminated              python train.py",
     "./run.sh: line 9:  4567 Segmentation fault      (core dumped) python train.py",
+    # zsh's other signals, and "killed" in a sentence
+    "zsh: terminated  python3 train.py",
+    "[1]  + 52429 done       python train.py",
+    "the process was killed by the scheduler after 4 hours",
 ])
 def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
     causes, facts = _scan(message)

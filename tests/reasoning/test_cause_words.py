@@ -108,6 +108,19 @@ def test_a_training_branch_yields_to_serving(text: str, branch: str) -> None:
         assert any("read as inference" in w for w in rep.warnings)
 
 
+@pytest.mark.parametrize(("text", "branch"), [
+    # a server's load said never to finish across two GPUs, its devices "occupied" meanwhile
+    # (vllm-project/vllm#3974): a hang said at length, not a question about memory
+    ("The model is not loaded at all with tensor_parallel_size=2, the loading is never finished. "
+     "I can see that the 2 GPU devices are occupied. The llm inference is quite fast on one GPU. "
+     "Is it something due to nccl?", "nccl"),
+    # near-miss: the same server's memory occupied, nothing said to hang
+    ("The llm inference server occupies 70GB on each of the 2 GPU devices", "oom"),
+])
+def test_a_serving_load_that_never_finishes_is_a_hang(text: str, branch: str) -> None:
+    assert kb.diagnose(symptom=text).branches[0] == branch
+
+
 TGI = ("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:1.0 "
        "--model-id $model --num-shard 4 --quantize bitsandbytes\n")
 

@@ -43,3 +43,29 @@ def test_a_context_on_an_unknown_fact_is_refused(edited_graphs) -> None:
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1
     assert "no_such_fact" in p.stderr and "Traceback" not in p.stderr
+
+
+NO_BLOCKS = ("ERROR 04-27 11:08:32 [core.py:340] ValueError: No available memory for the cache blocks. "
+             "Try increasing `gpu_memory_utilization` when initializing the engine.")
+UTIL_LOW = "inference.gpu_memory_utilization_low"
+
+
+def _served(share: float | None) -> kb.Report:
+    # vLLM's start-up check (v1/core/kv_cache_utils.py check_enough_kv_cache_memory), with the
+    # share of the card the launch gave it (vllm-project/vllm#17238: 0.9, the default)
+    line = "vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 2"
+    if share is not None:
+        line += f" --gpu-memory-utilization {share}"
+    return kb.diagnose(inputs=[line + "\n" + NO_BLOCKS])
+
+
+def test_no_cache_blocks_speaks_for_a_low_share_only_while_the_share_is_low_or_unknown() -> None:
+    for share in (None, 0.4):
+        rep = _served(share)
+        assert "inference" in rep.branches, share
+        assert any(h.cause_id == UTIL_LOW and h.signature
+                   for h in rep.findings + rep.hypotheses), share
+    # at the default 0.9 the message says the card is full, not that the share was low
+    rep = _served(0.9)
+    assert not any(h.cause_id == UTIL_LOW and h.signature for h in rep.findings + rep.hypotheses)
+    assert rep.branches[:1] != ["inference"]

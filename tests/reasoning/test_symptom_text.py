@@ -519,6 +519,8 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # a small share of the GPU in use, said in a sentence
     ("training for 5 days utilises only 5% of NVIDIA 3090 GPU", "gpu_util", None),
     ("it uses just 20 % of the GPUs", "gpu_util", None),
+    # in Chinese (PaddleDetection: at batch 32 the GPU reaches 30 % at most)
+    ("改为batch size改为32了，GPU偶尔最高能到30%，基本上都是小于10%", "gpu_util", None),
     ("it's not using any of the gpus available", "gpu_util", None),
     # the GPU slower than the CPU: kernels too small to pay for their launch
     ("with CUDA 10 it is a lot slower on GPU than on CPU", "gpu_util", "gpu_util.launch_bound"),
@@ -806,6 +808,9 @@ def test_a_hundred_that_is_no_ceiling_names_no_client_cap(text: str) -> None:
     ("get this warning and when training loss some step is 0, how to fix it", "numerics"),
     ("after a few hundred steps I get 0.0 loss on every batch", "numerics"),
     ("{'loss': 0.0, 'learning_rate': 3.96e-05, 'epoch': 0.13}", "numerics"),
+    # the zero said as a word (huggingface/smol-course#61: nothing else in it names a branch,
+    # and "second step" alone is only an optimizer-state word within an OOM)
+    ("starting from the second step loss value is zero", "numerics"),
     # the card's memory said full, with nothing else said, is a question about memory (its
     # size is the setup's); near-misses: beside low utilisation it names no branch of its own,
     # and an overflow of the loss is numerics
@@ -835,9 +840,19 @@ def test_rates_and_memory_questions_name_their_branch(text: str, branch: str) ->
     "the loss is 0.5 after epoch 0",
     "aux_loss=0 and the run is slow",
     "loss 2, lr: 0",
+    "the loss is zero-shot transfer's",
+    "the loss is not zero but it never goes down",
 ])
 def test_a_loss_not_at_zero_reads_no_loss_at_zero(text: str) -> None:
     assert "loss becomes zero" not in _norm_text(text)
+
+
+@pytest.mark.parametrize("text", [
+    # the card's memory, the host's CPU, a share that is high
+    "GPU显存只用了30%", "CPU只有10%", "GPU最高能到95%",
+])
+def test_other_shares_read_no_low_gpu_share(text: str) -> None:
+    assert "low utilization" not in _norm_text(text)
 
 
 @pytest.mark.parametrize(("text", "multi"), [
@@ -1207,3 +1222,23 @@ def test_a_quoted_line_of_gpu_work_names_no_cause() -> None:
     kn = load_knowledge()
     assert quoted_messages("GPU available: True (cuda), used: True", kn) == []
     assert quoted_messages("GPU available: True (cuda), used: False", kn) == ["gpu_util.no_gpu_in_use"]
+
+
+@pytest.mark.parametrize(("text", "cause", "named"), [
+    # a generated image or video all black: NaN pixels, most often an fp16 VAE/UNet overflow
+    # (hao-ai-lab/FastVideo#107, the SDXL VAE's fp16 NaNs)
+    ("the demo result looks strange, it is all black", "numerics.fp16_overflow", True),
+    ("SDXL gives black images with the refiner", "numerics.fp16_overflow", True),
+    ("生成的视频全黑", "numerics.fp16_overflow", True),
+    # "not using the GPU" in Chinese, said of a model server and of training
+    ("怀疑是推理没有使用gpu？", "inference.layers_on_cpu", True),
+    ("训练好像没有使用 GPU", "gpu_util.no_gpu_in_use", True),
+    # near-misses: a black background, a GPU said to be in use
+    ("the mask has a black background", "numerics.fp16_overflow", False),
+    ("推理已经使用gpu了", "inference.layers_on_cpu", False),
+])
+def test_words_that_name_a_cause(text: str, cause: str, named: bool) -> None:
+    from kb.loaded import load_knowledge
+    from kb.symptom_text import name_causes
+
+    assert (cause in name_causes(text, load_knowledge())) is named
