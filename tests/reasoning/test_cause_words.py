@@ -121,6 +121,27 @@ def test_a_serving_load_that_never_finishes_is_a_hang(text: str, branch: str) ->
     assert kb.diagnose(symptom=text).branches[0] == branch
 
 
+def test_several_gpus_stuck_where_one_works_reads_as_their_path() -> None:
+    # several GPUs of one machine stuck where one works: the path between them (the cause's own
+    # symptom). The LLaVA/DeepSpeed thread, fixed with NCCL_P2P_DISABLE=1, with its pasted
+    # command, script and environment, and left out of the past incidents
+    from pathlib import Path
+
+    import yaml
+
+    case = Path(__file__).parents[1] / "heldout" / "nccl" / "c-transformers-deepspeed-p2p-stuck"
+    inc = yaml.safe_load((case / "incident.yaml").read_text())
+    rep = kb.diagnose(symptom=inc["words"], inputs=[case / a for a in inc["artifacts"]],
+                      without_precedents=[inc["source"]])
+    assert not rep.findings and rep.hypotheses[0].cause_id == "nccl.pcie_p2p_broken"
+
+
+def test_one_node_said_to_work_is_no_peer_path() -> None:
+    # near-miss: several nodes hang where one works: the network between nodes, not PCIe P2P
+    rep = kb.diagnose(symptom="training gets stuck across 2 nodes but works on a single node")
+    assert rep.hypotheses and rep.hypotheses[0].cause_id != "nccl.pcie_p2p_broken"
+
+
 TGI = ("docker run --gpus all --shm-size 1g -p 8080:80 ghcr.io/huggingface/text-generation-inference:1.0 "
        "--model-id $model --num-shard 4 --quantize bitsandbytes\n")
 
