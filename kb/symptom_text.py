@@ -354,6 +354,21 @@ _FAILED_REMEDY = re.compile(
     re.IGNORECASE)
 
 
+#: a setting said to have made the job work ("I confirmed that the model works by setting the
+#: variable NCCL_P2P_DISABLE=1", "solved it by setting export NCCL_P2P_DISABLE=1"): the
+#: settings after it are the fixed job's, not the failing job's, so none is read as its state
+_WORKED_BY = re.compile(
+    r"(?i)\b(?:works?|worked|working|fixed|solved|resolved|helps|helped)\b[^.;!?\n]{0,40}?"
+    r"\b(?:by|after)\s+(?:setting|exporting|adding|passing)\b(?:[^.;!?\n]|\.(?!\s|$))*")
+#: what such a clause sets: an environment variable, a flag or a key=value
+_SETTING = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|(?<!\w)--[a-z][\w-]*|\w=\S")
+
+
+def _without_worked_settings(text: str) -> str:
+    """``text`` less the clauses that say a setting made the job work (:data:`_WORKED_BY`)."""
+    return _WORKED_BY.sub(lambda m: " " if _SETTING.search(m.group(0)) else m.group(0), text)
+
+
 def without_failed_remedies(text: str) -> str:
     """``text`` less the clauses that say a remedy was tried and did not help ("lowering the
     learning rate didn't help"): what they name is not the problem, so it must not make the
@@ -683,7 +698,7 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     from kb.readers.lines import LineFacts
 
     lf = LineFacts()
-    for line in text.splitlines():
+    for line in _without_worked_settings(text).splitlines():
         lf.feed(line)
     for path, value in _leaves(lf.finish()).items():
         if path.startswith("env."):
@@ -839,6 +854,8 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         if _THAN.search(text[max(0, a - 24):a]) or any(c < b and a < e for c, e in symptom):
             continue  # "slower than on a single node": a comparison of setups is the symptom
         plain = plain[:a] + " " * (b - a) + plain[b:]
+    # a setting said to have made it work names its remedy, not the failing job's state
+    plain = _without_worked_settings(plain)
     plain = _UNIT_GLUED.sub(r"\1 \2", plain)
     # a product name's parts are no words of the user's ("deepseek-vl2-small model"); the
     # yields still read the whole text (a model's family places a job in serving)

@@ -1242,3 +1242,36 @@ def test_words_that_name_a_cause(text: str, cause: str, named: bool) -> None:
     from kb.symptom_text import name_causes
 
     assert (cause in name_causes(text, load_knowledge())) is named
+
+
+@pytest.mark.parametrize(("text", "read"), [
+    # a setting said to have made the job work is the fixed job's, not the failing job's state
+    # (pytorch forums: "I confirmed that the model works by setting the variable NCCL_P2P_DISABLE
+    # =1"): P2P was on when it hung
+    ("the model freezes (stuck) when using 4 or more GPUs. I confirmed that the model works by "
+     "setting the variable NCCL_P2P_DISABLE=1 .", False),
+    ("I solved it by setting export NCCL_P2P_DISABLE=1", False),
+    # near-misses: the setting in effect, or tried without help
+    ("export NCCL_P2P_DISABLE=1 and the job still hangs with 4 GPUs", True),
+    ("the job hangs with 4 GPUs\nexport NCCL_P2P_DISABLE=1 did not help", True),
+])
+def test_a_setting_that_made_it_work_is_no_state_of_the_failing_job(text: str, read: bool) -> None:
+    from kb.facts import Facts
+    from kb.loaded import load_knowledge
+    from kb.symptom_text import apply_text, extract
+
+    assert (extract(text).get("distributed", {}).get("p2p_disabled") is True) is read
+    facts, _, _ = apply_text(Facts(symptom_text=text), load_knowledge())
+    if not read:  # nor do its words name the cause of that setting being on
+        assert "nccl.p2p_nvlink_disabled" not in (facts.mentions or [])
+
+
+def test_a_remedy_that_made_it_work_names_no_cause_of_its_setting() -> None:
+    import kb
+
+    rep = kb.diagnose(symptom="the model freezes (stuck) when using 4 or more GPUs on one node. I "
+                              "confirmed that the model works by setting the variable NCCL_P2P_DISABLE=1.")
+    assert rep.hypotheses[0].cause_id != "nccl.p2p_nvlink_disabled"
+    # near-miss: the same setting in effect while the job runs slowly names it
+    rep = kb.diagnose(symptom="all_reduce over 8 GPUs on one node is slow; we export NCCL_P2P_DISABLE=1")
+    assert any(h.cause_id == "nccl.p2p_nvlink_disabled" for h in rep.findings + rep.hypotheses[:2])
