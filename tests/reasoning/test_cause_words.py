@@ -92,6 +92,23 @@ def test_ram_is_host_memory(text: str, named: bool) -> None:
     assert ("oom.host_ram_oom" in name_causes(text, KN)) is named
 
 
+@pytest.mark.parametrize(("text", "cause", "named"), [
+    # a generated image or video all black: NaN pixels, most often an fp16 VAE/UNet overflow
+    # (hao-ai-lab/FastVideo#107, the SDXL VAE's fp16 NaNs)
+    ("the demo result looks strange, it is all black", "numerics.fp16_overflow", True),
+    ("SDXL gives black images with the refiner", "numerics.fp16_overflow", True),
+    ("生成的视频全黑", "numerics.fp16_overflow", True),
+    # "not using the GPU" in Chinese, said of a model server and of training
+    ("怀疑是推理没有使用gpu？", "inference.layers_on_cpu", True),
+    ("训练好像没有使用 GPU", "gpu_util.no_gpu_in_use", True),
+    # near-misses: a black background, a GPU said to be in use
+    ("the mask has a black background", "numerics.fp16_overflow", False),
+    ("推理已经使用gpu了", "inference.layers_on_cpu", False),
+])
+def test_words_that_name_a_cause(text: str, cause: str, named: bool) -> None:
+    assert (cause in name_causes(text, KN)) is named
+
+
 @pytest.mark.parametrize(("text", "branch"), [
     # a language model run or served, no training named: utilisation words are about serving
     ("Low GPU utilization when running Deepseek-r1-distill-llama-8B", "inference"),

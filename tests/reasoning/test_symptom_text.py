@@ -1224,26 +1224,6 @@ def test_a_quoted_line_of_gpu_work_names_no_cause() -> None:
     assert quoted_messages("GPU available: True (cuda), used: False", kn) == ["gpu_util.no_gpu_in_use"]
 
 
-@pytest.mark.parametrize(("text", "cause", "named"), [
-    # a generated image or video all black: NaN pixels, most often an fp16 VAE/UNet overflow
-    # (hao-ai-lab/FastVideo#107, the SDXL VAE's fp16 NaNs)
-    ("the demo result looks strange, it is all black", "numerics.fp16_overflow", True),
-    ("SDXL gives black images with the refiner", "numerics.fp16_overflow", True),
-    ("生成的视频全黑", "numerics.fp16_overflow", True),
-    # "not using the GPU" in Chinese, said of a model server and of training
-    ("怀疑是推理没有使用gpu？", "inference.layers_on_cpu", True),
-    ("训练好像没有使用 GPU", "gpu_util.no_gpu_in_use", True),
-    # near-misses: a black background, a GPU said to be in use
-    ("the mask has a black background", "numerics.fp16_overflow", False),
-    ("推理已经使用gpu了", "inference.layers_on_cpu", False),
-])
-def test_words_that_name_a_cause(text: str, cause: str, named: bool) -> None:
-    from kb.loaded import load_knowledge
-    from kb.symptom_text import name_causes
-
-    assert (cause in name_causes(text, load_knowledge())) is named
-
-
 @pytest.mark.parametrize(("text", "read"), [
     # a setting said to have made the job work is the fixed job's, not the failing job's state
     # (pytorch forums: "I confirmed that the model works by setting the variable NCCL_P2P_DISABLE
