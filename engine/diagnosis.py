@@ -70,6 +70,9 @@ class ConditionResult:
     actual: Any
     holds: bool | None
     condition: Condition
+    #: the alternatives of one ``any`` clause share it (the clause's alternatives, sorted):
+    #: several of them holding are one observation, not several
+    group: tuple[tuple[str, str, str], ...] | None = None
 
 
 @dataclass
@@ -381,12 +384,17 @@ class Reasoner:
         for cl in clauses:
             conds = cl.any if isinstance(cl, AnyOf) else [cl]
             group = evaluate_clause(cl, known, self.kn, self.overrides)
+            # an any-clause is named by its alternatives, so the same clause on two causes'
+            # paths is the same observation for both
+            gid = tuple(sorted((c.fact, c.op, repr(c.value)) for c in conds)) \
+                if isinstance(cl, AnyOf) else None
             for c in conds:
                 holds = evaluate(c, known, self.kn, self.overrides)
                 if isinstance(cl, AnyOf) and holds is not True and group is True:
                     continue  # an alternative that did not matter
                 out.append(ConditionResult(fact=c.fact, op=c.op, value=c.value,
-                                           actual=known.get(c.fact), holds=holds, condition=c))
+                                           actual=known.get(c.fact), holds=holds, condition=c,
+                                           group=gid))
         return out
 
     def _cause_result(self, cid: str, known: dict[str, Any], state: GraphState,
@@ -434,7 +442,7 @@ class Reasoner:
     def _held(self, r: CauseResult) -> set[tuple]:
         # a fact's absence is no evidence: `missing` tests that hold do not count; nor does a
         # setting (an Ampere GPU lets TF32 be off, it does not say it is) or an enabling condition
-        return {(c.fact, c.op, repr(c.value)) for c in r.conditions + r.supporting
+        return {((c.fact, c.op, repr(c.value)), c.group) for c in r.conditions + r.supporting
                 if c.holds is True and c.op != "missing" and c.fact not in self._settings
                 and not c.condition.enabling}
 
@@ -445,7 +453,8 @@ class Reasoner:
         2 for two words or more) or answering a question on the way to it (1 each), less the
         support that fails."""
         open_by_branch: dict[str, list[set[tuple]]] = {}
-        held = {id(r): self._held(r) for r in results}
+        tagged = {id(r): self._held(r) for r in results}
+        held = {k: {key for key, _ in v} for k, v in tagged.items()}
         for r in results:
             if r.state != "ruled_out":
                 open_by_branch.setdefault(r.branch, []).append(held[id(r)])
@@ -454,11 +463,34 @@ class Reasoner:
             n = max(1, len(sib))
             # one observed fact counts once, by its most specific test: three tests of the same
             # value (known, one of a list, equal to) are one observation, not three
-            per_fact: dict[str, float] = {}
-            for key in held[id(r)]:
+            per_fact: dict[str, float] = {}  # by the fact's tests outside any-clauses
+            clause_w: dict[tuple[tuple[str, str, str], ...], float] = {}
+            clause_facts: dict[tuple[tuple[str, str, str], ...], set[str]] = {}
+            for key, gid in tagged[id(r)]:
                 w = 1 - (sum(1 for h in sib if key in h) - 1) / n
-                per_fact[key[0]] = max(per_fact.get(key[0], 0.0), w)
-            own = sum(per_fact.values())
+                if gid is None:
+                    per_fact[key[0]] = max(per_fact.get(key[0], 0.0), w)
+                else:
+                    # the alternatives of one any-clause that hold are one observation ("a NaN
+                    # was seen": in the loss, in the count, at a step), which weighs what its
+                    # most widely shared form does: a NaN seen is no evidence for one cause
+                    # over the next
+                    clause_w[gid] = min(clause_w.get(gid, 1.0), w)
+                    clause_facts.setdefault(gid, set()).add(key[0])
+            # clauses (and plain tests) of one fact are one observation together, worth its
+            # most telling clause or test ("the first NaN came from the attention softmax")
+            parts: list[tuple[set[str], float]] = []
+            for gid, facts in clause_facts.items():
+                joined, best = set(facts), clause_w[gid]
+                for other in [p for p in parts if p[0] & facts]:
+                    joined |= other[0]
+                    best = max(best, other[1])
+                    parts.remove(other)
+                parts.append((joined, best))
+            own = sum(max([best] + [per_fact[f] for f in facts if f in per_fact])
+                      for facts, best in parts)
+            used = set().union(*(facts for facts, _ in parts)) if parts else set()
+            own += sum(v for f, v in per_fact.items() if f not in used)
             # support that fails counts against; a fact merely absent (`exists` not met) does
             # not: what was not collected says nothing; nor does a reading of another moment
             against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists"
@@ -519,17 +551,17 @@ class Reasoner:
             return (state_order, -cause.priority, -r.evidence, -r.confidence,
                     SEVERITY_ORDER[r.severity], r.cause_id)
         # hypotheses: those of a branch a measured fact entered first (an OOM in the log leads
-        # a serving engine only the words name); then the evidence; then how much of the path
-        # already holds; then the prior
-        # (how often the cause was behind its branch's incidents; the SOP's own causes before
-        # additions beyond it); priority
+        # a serving engine only the words name); then the evidence
         seeded = 0 if cause.seed != "beyond-seed" else 1
         # when the evidence ties: the branch the inputs name with more words, then the prior
-        # and the likeness of the words to the cause's description together, then the order
-        # the branches were named in
-        return (state_order, branch_strength[0], -r.evidence, -r.confidence, branch_strength[:2],
-                -round(self._likely(r), 9), branch_strength[2], seeded, -cause.priority,
-                SEVERITY_ORDER[r.severity], r.cause_id)
+        # (how often the cause was behind its branch's incidents) and the likeness of the words
+        # to the cause's description and to past incidents together; only then how much of the
+        # path already holds (the path's conditions are in the evidence already: a cause deep
+        # under generic steps, "a NaN was seen", is no likelier for them), then the order the
+        # branches were named in, the SOP's own causes before additions beyond it, priority
+        return (state_order, branch_strength[0], -r.evidence, branch_strength[:2],
+                -round(self._likely(r), 9), -r.confidence, branch_strength[2], seeded,
+                -cause.priority, SEVERITY_ORDER[r.severity], r.cause_id)
 
     def _likely(self, r: CauseResult, prior: float | None = None) -> float:
         return math.log(self._prior[r.cause_id] if prior is None else prior) + \
@@ -546,11 +578,11 @@ class Reasoner:
         out: list[CauseResult] = []
         i = 0
         while i < len(results):
-            # the block of hypotheses that tie up to the prior (the key's first five places)
+            # the block of hypotheses that tie up to the prior (the key's first four places)
             head = keys[id(results[i])]
             j = i + 1
-            while j < len(results) and keys[id(results[j])][:1] + keys[id(results[j])][1][:5] \
-                    == head[:1] + head[1][:5]:
+            while j < len(results) and keys[id(results[j])][:1] + keys[id(results[j])][1][:4] \
+                    == head[:1] + head[1][:4]:
                 j += 1
             block = results[i:j]
             while block:

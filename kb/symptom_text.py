@@ -84,6 +84,10 @@ _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+
                         # "gpu只有20%"), not its memory's ("GPU显存只用了30%")
                         r"|(?<![a-z])gpu(?:(?!显存|内存)[^，,。；;！!？?\n\d%]){0,8}?"
                         r"(?:只有|只|才|最高|最多|不到|小于|低于|仅有|仅|能到)\s*[1-4]?\d(?:\.\d+)?\s?%")
+#: every core of the host counted out ("95% on all 36 available cores", "all 64 CPU threads at
+#: 100%"): it also reads "all cores", the knowledge's word for thread pools that take every core
+_ALL_N_CORES = re.compile(r"(?i)\ball\s+(?:the\s+|of\s+the\s+|my\s+)?\d{1,4}\s+(?:available\s+|logical\s+|"
+                          r"physical\s+)?(?:cpu\s+)?(?:cores|threads)\b")
 #: the host CPU said to be idle or little used ("CPU utilization was not very high", "very low
 #: utilization on my CPUs", "a lot of CPU idle", "CPU 利用率很低"): it reads "cpu idle", so the
 #: CPU words in it ("cpu utilization") do not name a CPU-bound loop
@@ -253,8 +257,8 @@ def _norm_text(text: str) -> str:
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
     "内存占满", the loss falling to zero "loss becomes zero", several cards slower than one
-    "多卡更慢", a phrase with a focus adverb inside it also without it; a GPU's RAM reads
-    "vram"."""
+    "多卡更慢", every core counted out "all cores", a phrase with a focus adverb inside it also
+    without it; a GPU's RAM reads "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
@@ -276,6 +280,8 @@ def _norm_text(text: str) -> str:
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
         parts.append("low utilization")
+    if "all" in text and _ALL_N_CORES.search(text):
+        parts.append("all cores")
     if _EPOCH_TIME.search(text):
         parts.append("time per iteration")
     if _SLOWING_TRAINING.search(text):

@@ -503,6 +503,52 @@ def test_a_loop_that_stops_on_a_nan_loss() -> None:
     assert "nonfinite_count" not in a.get("numerics", {})
 
 
+def test_detectron2_stops_on_a_non_finite_loss_at_its_iteration() -> None:
+    # detectron2/engine/train_loop.py (SimpleTrainer._write_metrics): the iteration is its own
+    text = ("FloatingPointError: Loss became infinite or NaN at iteration=27!\n"
+            "loss_dict = {'loss_cls': tensor(nan, device='cuda:0', grad_fn=), 'loss_box_reg': "
+            "tensor(0.2576, device='cuda:0', grad_fn=)}\n")
+    a, b = _both(text)
+    assert same(a, b)
+    assert a["numerics"]["first_nonfinite_step"] == 27 and a["numerics"]["nan_source"] == "loss"
+
+
+@pytest.mark.parametrize(("text", "losses"), [
+    # detectron2/utils/events.py CommonMetricPrinter: the total and its parts, no plain "loss"
+    ("[11/01 19:18:23 d2.utils.events]: eta: 4:58:26  iter: 659  total_loss: 1.619  loss_cls: 1.110  "
+     "loss_box_reg: 0.488  time: 0.1999  data_time: 0.0032  lr: 0.006593  max_mem: 2996M\n"
+     "[11/01 19:18:27 d2.utils.events]: eta: 4:57:52  iter: 679  total_loss: nan  loss_cls: nan  "
+     "loss_box_reg: 0.459  time: 0.1998  data_time: 0.0033  lr: 0.006793  max_mem: 2996M\n", 2),
+    # yolox/core/trainer.py: "epoch: 9/100, iter: 2000/3905, ..., total_loss: 3.3, iou_loss: 1.7, ..."
+    ("2021-07-23 14:46:56 | INFO | yolox.core.trainer:237 - epoch: 9/100, iter: 2000/3905, mem: 1730Mb, "
+     "iter_time: 0.165s, data_time: 0.001s, total_loss: 3.3, iou_loss: 1.7, l1_loss: 0.0, conf_loss: 1.2, "
+     "cls_loss: 0.5, lr: 9.955e-03, size: 320, ETA: 16:12:47\n", 1),
+])
+def test_a_detectors_total_loss_is_its_loss(text: str, losses: int) -> None:
+    a, b = _both(text)
+    assert same(a, b)
+    assert len(a["numerics"]["loss"]) == losses
+    if losses == 2:
+        assert a["numerics"]["first_nonfinite_step"] == 679
+
+
+@pytest.mark.parametrize(("text", "nonfinite"), [
+    # a part of the loss printed non-finite: the sum is not finite either
+    ("loss_dict = {'loss_cls': tensor(nan, device='cuda:0', grad_fn=<DivBackward0>), 'loss_box_reg': "
+     "tensor(1310.0702, device='cuda:0', grad_fn=<DivBackward0>)}\n", True),
+    ("=> STEP  750   lr: 0.000600   giou_loss:  nan   conf_loss: 10.89   prob_loss: 0.06\n", True),
+    ("1875/1875 [==============================] - 12s 6ms/step - loss: 0.3137 - val_loss: inf\n", True),
+    # near-misses: finite parts, and a word that only holds "loss" and "nan"
+    ("loss_dict = {'loss_cls': tensor(0.6931, device='cuda:0'), 'loss_box_reg': tensor(0.2576)}\n", False),
+    ("=> STEP  750   lr: 0.000600   giou_loss:  2.10   conf_loss: 10.89   prob_loss: 0.06\n", False),
+    ("the loss_weight is nan-safe, see lossless_nan.py\n", False),
+])
+def test_a_non_finite_part_of_the_loss(text: str, nonfinite: bool) -> None:
+    a, b = _both(text)
+    assert same(a, b)
+    assert ("nonfinite_count" in a.get("numerics", {})) is nonfinite
+
+
 @pytest.mark.parametrize(("text", "scales"), [
     # apex FP16_Optimizer's Megatron-era copy (NVIDIA/tacotron2 fp16_optimizer.py): no new scale
     ("OVERFLOW! Skipping step. Attempted loss scale: 4294967296\n"

@@ -162,6 +162,11 @@ def test_numpy_log_or_sqrt_at_zero(message: str, fires: bool) -> None:
     # c10/core/CPUAllocator.cpp of torch 1.0-1.1: CAFFE_ENFORCE_EQ on posix_memalign, ENOMEM
     ("RuntimeError: [enforce fail at CPUAllocator.cpp:56] posix_memalign(&data, gAlignment, nbytes) == 0. "
      "12 vs 0", "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    # Python's MemoryError ending a traceback (the host refused np.empty), bare and in NumPy < 1.17's words
+    ("    self.screens = np.empty((self.size, 84, 84), dtype = np.uint8)\nMemoryError",
+     "oom.host_ram_oom", ("oom", "host_alloc_failed")),
+    ("MemoryError: Unable to allocate array with shape (1000000, 84, 84) and data type uint8",
+     "oom.host_ram_oom", ("oom", "host_alloc_failed")),
 ])
 def test_worker_and_hardware_messages(message: str, cause: str, fact: tuple[str, str]) -> None:
     causes, facts = _scan(message)
@@ -223,6 +228,11 @@ def test_a_sigkilled_rank_is_evidence_of_host_oom_not_proof(message: str) -> Non
     "zsh: terminated  python3 train.py",
     "[1]  + 52429 done       python train.py",
     "the process was killed by the scheduler after 4 hours",
+    # a GPU library's own out-of-memory class is no host allocation, nor is code that names it
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB",
+    "cupy.cuda.memory.OutOfMemoryError: Out of memory allocating 1,024 bytes (allocated so far: 0 bytes).",
+    "pycuda._driver.MemoryError: cuMemAlloc failed: out of memory",
+    "    except MemoryError:",
 ])
 def test_other_signals_and_exit_codes_are_no_host_oom(message: str) -> None:
     causes, facts = _scan(message)

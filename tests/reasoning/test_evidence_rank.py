@@ -48,6 +48,31 @@ def test_one_observed_fact_counts_once() -> None:
     assert max(h.evidence for h in rep.hypotheses) <= 1.0
 
 
+def test_a_nan_seen_is_one_observation_no_sibling_leads_on() -> None:
+    # a NaN loss and nothing else (a detector's log: no dtype, no grad norm): "a NaN was seen"
+    # in the loss, in the count, at a step, from the loss is one observation, and it weighs
+    # what its most widely shared form does: no sibling leads the learning rate on it; an fp16
+    # overflow leads on a test of its own (the NaN came after 100 healthy steps)
+    rep = kb.diagnose({"symptom": "numerics",
+                       "numerics": {"loss": [1.62, 1.57, 1.62, float("nan")], "first_nonfinite_step": 750,
+                                    "nonfinite_count": 1, "nan_source": "loss"}})
+    hyp = {h.cause_id: h.evidence for h in rep.hypotheses}
+    generic = {hyp[c] for c in ("numerics.zero_token_loss", "numerics.bf16_precision",
+                                "numerics.fp8_scaling", "numerics.nonfinite_input", "numerics.log_sqrt_at_zero")}
+    assert len(generic) == 1 and hyp["numerics.lr_too_high"] >= generic.pop()
+    assert rep.hypotheses[0].cause_id == "numerics.fp16_overflow"
+
+
+def test_a_telling_test_of_the_same_fact_still_counts() -> None:
+    # near-miss: the first NaN traced to the attention softmax is its own evidence, beside the
+    # generic "a NaN was seen" of the same fact
+    rep = kb.diagnose({"symptom": "numerics",
+                       "numerics": {"loss": [2.1, 2.0, 1.9, float("nan")], "nan_source": "attention",
+                                    "anomaly_op": "SoftmaxBackward0", "first_nonfinite_step": 412}})
+    first, second = rep.hypotheses[:2]
+    assert first.cause_id == "numerics.attention_softmax" and first.evidence > second.evidence
+
+
 def test_users_words_name_a_cause() -> None:
     # oom.fragmentation's own words (its cause file) rank it first; they never confirm it
     rep = kb.diagnose({**BARE_OOM, "symptom_text": "显存碎片太多，OOM 了"})

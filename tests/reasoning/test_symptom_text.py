@@ -723,6 +723,20 @@ def test_phrasings_that_name_no_gpu_share(kn, text: str) -> None:
     assert "nccl" not in classify(text, kn)
 
 
+@pytest.mark.parametrize(("text", "named"), [
+    # every core of the host counted out: thread pools that take the whole host
+    ("the CPU usage goes from 30% to around 95% on all 36 available cores", True),
+    ("GPU training is slow and all 64 CPU threads sit at 100%", True),
+    # near-misses: the host's cores counted, not all of them busy
+    ("my machine has 36 cores and training is slow", False),
+    ("only 2 of my 8 cores are used while training", False),
+])
+def test_all_n_cores_reads_as_all_cores(kn, text: str, named: bool) -> None:
+    from kb.symptom_text import name_causes
+
+    assert ("gpu_util.cpu_threads_oversubscribed" in name_causes(text, kn)) is named
+
+
 def test_a_sized_oom_message_in_the_words_states_its_sizes(kn) -> None:
     # PyTorch 1.x wording (c10/cuda/CUDACachingAllocator.cpp), pasted as the user's words
     text = ("RuntimeError: CUDA out of memory. Tried to allocate 146.00 MiB (GPU 0; 8.00 GiB total "

@@ -50,6 +50,21 @@ _DS = re.compile(
 #: a training loop that stops on a non-finite loss: DETR, DeiT, MAE and torchvision's detection
 #: reference engines print "Loss is nan, stopping training" (``if not math.isfinite(loss_value)``)
 _STOPPING = re.compile(r"\bLoss is ([-+]?(?:nan|inf)), stopping training")
+#: detectron2's trainer stopping on a non-finite total loss: "FloatingPointError: Loss became
+#: infinite or NaN at iteration=27!" (detectron2/engine/train_loop.py, SimpleTrainer's
+#: _write_metrics; copied by AdelaiDet, ViTDet and others, some with "iteration=27! loss_dict=")
+_D2_NONFINITE = re.compile(r"\bLoss became infinite or NaN at iteration=(\d+)")
+#: the total of a detector's losses where no plain "loss" is printed: detectron2's
+#: CommonMetricPrinter ("iter: 659  total_loss: 1.619  loss_cls: 1.110 ...",
+#: detectron2/utils/events.py), YOLOX's trainer ("iter: 2000/3905, ..., total_loss: 3.3, iou_loss:
+#: 1.7, ...", yolox/core/trainer.py)
+_TOTAL_LOSS = re.compile(r"(?<![\w.'\"])total_loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
+#: one named part of the loss printed non-finite ("loss_cls: nan", "'loss_cls': tensor(nan,
+#: device='cuda:0')", "giou_loss:  nan", Keras's "val_loss: nan"): the sum is then non-finite too
+_PART_NONFINITE = re.compile(r"(?<![\w.])['\"]?([a-z0-9]*(?:_loss|loss_)[a-z0-9_]*)['\"]?\s*[=:]\s*"
+                             r"(?:tensor\(\s*)?[-+]?(?:nan|inf)(?![\w.])", re.I)
+#: a part of an evaluation's loss ("val_loss", "eval_loss_cls", "test_loss"): no training step's
+_EVAL_PART = re.compile(r"(?:val|valid|validation|eval|test)_", re.I)
 _DS_COUNTER = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _FAIRSEQ = re.compile(r"overflow detected, (?:ignoring gradient, )?setting loss scale to: ([0-9.e+-]+)")
 _LOSS_SCALE_KV = re.compile(r"\bloss_scale=([0-9.e+-]+)")
@@ -72,6 +87,14 @@ def numerics(sc: LogScanner, line: str, low: str) -> None:
         if m:
             sc.metric_records += 1
             sc.metric("numerics.loss", float(m.group(1)), "loss")
+            return
+    if "became infinite or NaN" in line:
+        m = _D2_NONFINITE.search(line)
+        if m:
+            # the trainer names the iteration itself: the log's own step
+            sc.step = int(m.group(1))
+            sc.metric_records += 1
+            sc.metric("numerics.loss", math.nan, "loss")
             return
     if "nan or inf found in input tensor" in low:
         sc.nonfinite += 1
@@ -159,10 +182,27 @@ def _plain(sc: LogScanner, line: str, low: str) -> None:
         sc.step = int(m.group(1))
     got = False
     m = _PLAIN_LOSS.search(line)
-    if m and (v := num(m.group(1))) is not None:
+    if not m and "total_loss" in low:
+        m = _TOTAL_LOSS.search(line)
+    v = num(m.group(1)) if m else None
+    if v is not None:
         sc.metric_records += 1
         got = True
         sc.metric("numerics.loss", v, "loss")
+    p = _PART_NONFINITE.search(line) if (v is None or math.isfinite(v)) and (
+        "nan" in low or "inf" in low) else None
+    if p and v is None and not _EVAL_PART.match(p.group(1)):
+        # a part of the training loss printed non-finite, the total not printed: the total
+        # (their sum) is not finite either ("loss_cls: nan", a loss dict's "'loss_cls': tensor(nan")
+        sc.metric_records += 1
+        got = True
+        sc.metric("numerics.loss", math.nan, "loss")
+    elif p:
+        # an evaluation's loss not finite beside a finite training loss (Keras's "- loss: 0.31 -
+        # val_loss: inf"): one non-finite value, no training-loss sample
+        sc.nonfinite += 1
+        if sc.nan_source is None:
+            sc.nan_source = "loss"
     m = _PLAIN_GRAD.search(line) if "norm" in low else None
     if m and (v := num(m.group(1))) is not None:
         if not got:
