@@ -280,7 +280,7 @@ def _norm_text(text: str) -> str:
         parts.append("every n steps")
     if _GPU_SHARE.search(text):
         parts.append("low utilization")
-    if "all" in text and _ALL_N_CORES.search(text):
+    if "ll " in text and _ALL_N_CORES.search(text):  # "all 36 cores", "All 64 threads"
         parts.append("all cores")
     if _EPOCH_TIME.search(text):
         parts.append("time per iteration")

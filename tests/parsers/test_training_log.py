@@ -542,6 +542,7 @@ def test_a_detectors_total_loss_is_its_loss(text: str, losses: int) -> None:
     ("loss_dict = {'loss_cls': tensor(0.6931, device='cuda:0'), 'loss_box_reg': tensor(0.2576)}\n", False),
     ("=> STEP  750   lr: 0.000600   giou_loss:  2.10   conf_loss: 10.89   prob_loss: 0.06\n", False),
     ("the loss_weight is nan-safe, see lossless_nan.py\n", False),
+    ("2024-01-01 12:00:00 INFO step 5 loss_cls: 0.52 loss_box: 0.31 info_loss: 1.0\n", False),
 ])
 def test_a_non_finite_part_of_the_loss(text: str, nonfinite: bool) -> None:
     a, b = _both(text)

@@ -727,6 +727,7 @@ def test_phrasings_that_name_no_gpu_share(kn, text: str) -> None:
     # every core of the host counted out: thread pools that take the whole host
     ("the CPU usage goes from 30% to around 95% on all 36 available cores", True),
     ("GPU training is slow and all 64 CPU threads sit at 100%", True),
+    ("All 48 cores are at 100% while the GPU idles", True),
     # near-misses: the host's cores counted, not all of them busy
     ("my machine has 36 cores and training is slow", False),
     ("only 2 of my 8 cores are used while training", False),

@@ -65,6 +65,7 @@ _PART_NONFINITE = re.compile(r"(?<![\w.])['\"]?([a-z0-9]*(?:_loss|loss_)[a-z0-9_
                              r"(?:tensor\(\s*)?[-+]?(?:nan|inf)(?![\w.])", re.I)
 #: a part of an evaluation's loss ("val_loss", "eval_loss_cls", "test_loss"): no training step's
 _EVAL_PART = re.compile(r"(?:val|valid|validation|eval|test)_", re.I)
+_INF_WORD = re.compile(r"(?<![a-z])inf(?![a-z])")
 _DS_COUNTER = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _FAIRSEQ = re.compile(r"overflow detected, (?:ignoring gradient, )?setting loss scale to: ([0-9.e+-]+)")
 _LOSS_SCALE_KV = re.compile(r"\bloss_scale=([0-9.e+-]+)")
@@ -189,8 +190,9 @@ def _plain(sc: LogScanner, line: str, low: str) -> None:
         sc.metric_records += 1
         got = True
         sc.metric("numerics.loss", v, "loss")
+    # (the regex only where a non-finite word is: "inf" is in every "INFO" prefix)
     p = _PART_NONFINITE.search(line) if (v is None or math.isfinite(v)) and (
-        "nan" in low or "inf" in low) else None
+        "nan" in low or ("inf" in low and _INF_WORD.search(low))) else None
     if p and v is None and not _EVAL_PART.match(p.group(1)):
         # a part of the training loss printed non-finite, the total not printed: the total
         # (their sum) is not finite either ("loss_cls: nan", a loss dict's "'loss_cls': tensor(nan")
