@@ -128,6 +128,23 @@ _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成
                         r"|turns?\s+to|turned\s+to|drops?\s+to|dropped\s+to|falls?\s+to|fell\s+to)\s+"
                         r"|\bloss\b['\"]?\s*[=:]\s*)(?:0(?:\.0+)?(?![.\d%e])|zero\b(?!-))"
                         r"|(?<![\d.])0(?:\.0+)?\s+loss\b")
+#: the loss climbing with words between ("losses start significantly increasing", "the loss then
+#: slowly goes up"): it reads "loss increase", the branch's words for it; not "the loss does not
+#: increase", "stops growing", "loss of throughput increases"
+_LOSS_CLIMB = re.compile(r"(?i)\bloss(?:es)?\s+(?:(?!(?:not|never|no|stops?|stopped|of|but|and|while|when|than)\b)"
+                         r"[a-z]+\s+){1,3}?(?:increas\w*|ris(?:es|ing)|rose|climb\w*|grow(?:s|ing)?|grew"
+                         r"|go(?:es|ing)?\s+up|went\s+up)\b")
+#: the card's memory taken as a module is imported ("Upon importing nemos ... the GPU has 18Gb of
+#: memory used", "when importing craftax functions my GPU memory immediately fills up"): it reads
+#: "memory taken at import"; not an import that fails ("error when importing torch")
+_IMPORT_MEMORY = re.compile(r"(?i)\b(?:upon|when|after|on|by|just|simply)\s+import(?:ing)?\b[^.;!?\n]{0,80}?"
+                            r"(?:\bgpu\b|\bvram\b|memory|显存|\d\s*gi?b\b)")
+#: NaN in the gradients said in so many words ("NaN gradients", "the gradients will become NaN",
+#: "nan when backward"), not of the grad norm (a loss that overflowed makes every grad norm NaN):
+#: it reads "nan gradients", the words of a backward that meets log/sqrt/pow at zero
+_NAN_GRAD = re.compile(r"(?i)\b(?:nan|inf)s?\s+(?:(?:weight|valued?|values?|in|the|its|of)\s+){0,2}(?:gradients?|grads?)\b"
+                       r"(?![\s_-]*norm)|\b(?:gradients?|grads?)\b(?![\s_-]*norm)(?:\s+(?!(?:but|and|not|no)\b)[a-z]+)"
+                       r"{0,3}?\s+(?:nan|inf)\b|\bnan\s+(?:when|in|during)\s+(?:the\s+)?backward")
 #: several cards compared with one, with words between ("多卡推理速度比单卡推理速度慢十倍",
 #: "双卡训练比单卡还要慢"): it reads "多卡更慢", a word of the causes that split one job over
 #: cards (DataParallel in training, a small model split for serving)
@@ -256,9 +273,11 @@ def _norm_text(text: str) -> str:
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
-    "内存占满", the loss falling to zero "loss becomes zero", several cards slower than one
-    "多卡更慢", every core counted out "all cores", a phrase with a focus adverb inside it also
-    without it; a GPU's RAM reads "vram"."""
+    "内存占满", the loss falling to zero "loss becomes zero", the loss climbing with words between
+    "loss increase", the card's memory taken as a module is imported "memory taken at import", NaN
+    in the gradients "nan gradients", several cards slower than one "多卡更慢", every core
+    counted out "all cores", a phrase with a focus adverb inside it also without it; a GPU's RAM
+    reads "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
@@ -274,6 +293,13 @@ def _norm_text(text: str) -> str:
         parts.append("内存占满")
     if _LOSS_ZERO.search(text):
         parts.append("loss becomes zero")
+    tl = text.lower()  # cheap substring tests before each regex
+    if "loss" in tl and _LOSS_CLIMB.search(text):
+        parts.append("loss increase")
+    if "mport" in text and _IMPORT_MEMORY.search(text):
+        parts.append("memory taken at import")
+    if ("grad" in tl or "backward" in tl) and _NAN_GRAD.search(text):
+        parts.append("nan gradients")
     if "比" in text and _MULTI_SLOWER.search(text):
         parts.append("多卡更慢")
     if _EVERY_N.search(text):

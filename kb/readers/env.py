@@ -1,8 +1,9 @@
 """Environment variables stated in pasted text, and the facts they imply.
 
 Forms read: ``export NAME=value`` / ``NAME=value`` lines (shell, ``.env`` files, the env dump at
-the end of vLLM's ``collect_env``), ``NAME=value cmd ...`` prefixes and ``-e NAME=value`` /
-``--env NAME=value`` in commands, and ``os.environ["NAME"] = "value"`` in Python.
+the end of vLLM's ``collect_env``), a systemd unit's ``Environment="NAME=value"``,
+``NAME=value cmd ...`` prefixes and ``-e NAME=value`` / ``--env NAME=value`` in commands, and
+``os.environ["NAME"] = "value"`` in Python.
 Only names with a known prefix are kept (never tokens or keys: ``HF_TOKEN`` and friends are not
 read), values are cut to :data:`MAX_VALUE` characters.
 """
@@ -17,7 +18,7 @@ from kb.parsers.base import set_fact
 MAX_VALUE = 200
 #: variables kb may reason over (see graphs/facts.yaml ``env``); prefixes end with "_"
 KEEP_PREFIXES = ("NCCL_", "TORCH_", "PYTORCH_", "CUDA_", "CUBLAS_", "CUDNN_", "VLLM_", "SGLANG_",
-                 "NVIDIA_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "UCX_", "FI_", "GLOO_", "XLA_")
+                 "NVIDIA_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "UCX_", "FI_", "GLOO_", "XLA_", "OLLAMA_")
 KEEP_NAMES = frozenset({"OMP_NUM_THREADS", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
                         "LOCAL_WORLD_SIZE", "NNODES", "NPROC_PER_NODE", "TF_FORCE_GPU_ALLOW_GROWTH"})
 #: never kept even under a kept prefix (credentials)
@@ -27,6 +28,9 @@ _NAME = r"[A-Z][A-Z0-9_]{2,80}"
 _VALUE = r"(?:\"[^\"\n]{0,400}\"|'[^'\n]{0,400}'|[^\s;&|]{0,400})"
 #: a line that is an assignment (optionally exported / a Dockerfile ENV / Windows set)
 _LINE = re.compile(rf"^\s*(?:export\s+|set\s+|ENV\s+|declare\s+-x\s+)?({_NAME})=({_VALUE})\s*(?:#.*)?$")
+#: a systemd unit's ``Environment="NAME=value"`` line (how the Ollama FAQ sets its server's
+#: variables under ``systemctl edit ollama.service``)
+_SYSTEMD = re.compile(rf"^\s*Environment\s*=\s*\"?({_NAME})=([^\"\s]{{0,400}})\"?\s*$")
 #: assignments in a command line: a leading run of them (``A=1 B=2 torchrun ...``) and docker's
 #: ``-e A=1`` / ``--env A=1``; an assignment inside prose ("use TORCH_LOGS=x.") is advice, not state
 _LEAD = re.compile(rf"^\s*(?:export\s+|env\s+)?((?:{_NAME}={_VALUE}\s+)+)")
@@ -56,7 +60,7 @@ def assignments(line: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if "=" not in line:
         return out
-    m = _LINE.match(line)
+    m = _LINE.match(line) or _SYSTEMD.match(line)
     if m:
         pairs = [(m.group(1), m.group(2))]
     else:
@@ -97,6 +101,11 @@ def apply_env(facts: dict[str, Any], name: str, value: str) -> None:
     elif name == "OMP_NUM_THREADS" and value.strip().isdigit() and int(value) > 0:
         # each process's intra-op (OpenMP) pool; torchrun sets 1 when it is unset
         set_fact(facts, "cpu.omp_threads", int(value))
+    elif name == "OLLAMA_NUM_PARALLEL" and value.strip().isdigit() and int(value) > 0:
+        # the requests each loaded model serves at once (Ollama FAQ, "How does Ollama handle
+        # concurrent requests?"): the server's cap on concurrent sequences
+        set_fact(facts, "inference.max_num_seqs", int(value))
+        set_fact(facts, "inference.engine", "ollama")
     elif name == "NCCL_ALGO" and value:
         set_fact(facts, "distributed.nccl_algo", value)
     elif name in _POOL_VARS:

@@ -177,6 +177,10 @@ CASES = [
     ("OMP_NUM_THREADS=64 torchrun --nproc_per_node 8 train.py",
      {"cpu": {"omp_threads": 64}, "distributed": {"world_size": 8, "nnodes": 1}}),
     ("export OMP_NUM_THREADS=4", {"cpu": {"omp_threads": 4}}),
+    # Ollama's parallel slots per model (docs/faq.mdx, "How does Ollama handle concurrent
+    # requests?"), before the command and in the systemd unit the FAQ edits
+    ("OLLAMA_NUM_PARALLEL=1 ollama serve", {"inference": {"max_num_seqs": 1, "engine": "ollama"}}),
+    ('[Service]\nEnvironment="OLLAMA_NUM_PARALLEL=4"', {"inference": {"max_num_seqs": 4, "engine": "ollama"}}),
     # LLaMA-Factory's trainer CLI: a training job (its cutoff_len is the training length)
     ("llamafactory-cli train --cutoff_len 4096 --per_device_train_batch_size 2 --bf16",
      {"training": {"seq_len": 4096, "micro_batch_size": 2}, "numerics": {"dtype": "bf16"}}),
@@ -201,6 +205,13 @@ def test_lines_give_facts(text: str, want: dict) -> None:
     for group, values in want.items():
         for key, value in values.items():
             assert got.get(group, {}).get(key) == value, f"{group}.{key}: {got}"
+
+
+def test_other_ollama_settings_state_no_slots() -> None:
+    # near-misses: the variable in a sentence, another variable of the server, no number
+    for text in ("try OLLAMA_NUM_PARALLEL=4 next time.", 'Environment="OLLAMA_HOST=0.0.0.0:11434"',
+                 "OLLAMA_NUM_PARALLEL=auto ollama serve"):
+        assert "max_num_seqs" not in facts_of(text).get("inference", {}), text
 
 
 @pytest.mark.parametrize("text", [

@@ -123,6 +123,18 @@ def test_numpy_log_or_sqrt_at_zero(message: str, fires: bool) -> None:
     assert ("numerics.log_sqrt_at_zero" in causes) is fires
 
 
+def test_ollama_serving_one_request_at_a_time() -> None:
+    # ollama server/sched.go: the scheduler clamps numParallel to 1 for the listed architectures
+    line = ('time=2026-03-05T06:40:37.818-05:00 level=WARN source=sched.go:450 msg="model architecture '
+            'does not currently support parallel requests" architecture=qwen35moe')
+    causes, facts = _scan(line)
+    assert "inference.max_num_seqs_limit" in causes
+    assert facts["inference"]["max_num_seqs"] == 1 and facts["inference"]["engine"] == "ollama"
+    # near-miss: the server's start-up line that lists OLLAMA_NUM_PARALLEL among its settings
+    causes, _ = _scan('level=INFO source=routes.go:1235 msg="server config" env="map[OLLAMA_NUM_PARALLEL:2]"')
+    assert "inference.max_num_seqs_limit" not in causes
+
+
 @pytest.mark.parametrize(("message", "cause", "fact"), [
     # torch/csrc/DataLoader.cpp, THPModule_errorIfAnyWorkerFails (the main process's side of a
     # worker's SIGBUS)

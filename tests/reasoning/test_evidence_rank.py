@@ -160,6 +160,20 @@ def test_a_setting_lets_a_cause_apply_but_does_not_rank_it() -> None:
     assert "gpu_util.tf32_disabled" in [r.cause_id for r in rep.ruled_out]
 
 
+def test_the_default_engine_named_is_no_evidence_for_its_knobs() -> None:
+    # vLLM is the engine the knob causes assume when none is named: naming it lets them apply, it
+    # does not tell one of them from a cause of any engine (a quantized kernel, a warm-up)
+    hyps = {h.cause_id: h for h in kb.diagnose(
+        {"symptom": "inference", "inference": {"engine": "vllm"}}).hypotheses}
+    for cid in ("inference.batching", "inference.cuda_graphs_disabled",
+                "inference.max_num_seqs_limit", "inference.prefix_caching_disabled"):
+        assert hyps[cid].evidence == 0, cid
+    # near-miss: an engine with causes of its own still puts them ahead of the generic ones
+    rep = kb.diagnose({"symptom": "inference", "inference": {"engine": "sglang"}})
+    assert rep.hypotheses[0].cause_id.startswith("inference.sglang_")
+    assert rep.hypotheses[0].evidence > 0
+
+
 def test_a_branch_a_measured_fact_enters_leads_a_branch_only_words_name() -> None:
     import kb
 

@@ -1,0 +1,24 @@
+fairseq-train $DATA_DIR \
+    --distributed-world-size 40 \
+    --distributed-rank $NODE_RANK \ # This is set to 0, 10, 20 or 30 for each of the four nodes
+    --distributed-backend nccl \
+    --use-bmuf \
+    --ddp-backend=no_c10d \
+    --distributed-init-method 'tcp://'$MASTER_IP':'$MASTER_PORT \
+    --task masked_lm  \
+    --criterion masked_lm \
+    --arch roberta_large \
+    --sample-break-mode none \
+    --max-tokens 7000 \
+    --optimizer adam \
+    --adam-betas '(0.9,0.98)' \
+    --adam-eps 1e-6 \
+    --clip-norm 0.0 \
+    --lr-scheduler polynomial_decay \
+    --lr 0.0004 \
+    --warmup-updates 30000 \
+    --total-num-update 500000 \
+    --dropout 0.1 --attention-dropout 0.1 --weight-decay 0.01 \
+    --update-freq 28 \
+    --save-interval-updates 1000 \
+    --skip-invalid-size-inputs-valid-test \
