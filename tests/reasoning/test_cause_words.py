@@ -104,6 +104,32 @@ def test_ram_is_host_memory(text: str, named: bool) -> None:
     # near-misses: a black background, a GPU said to be in use
     ("the mask has a black background", "numerics.fp16_overflow", False),
     ("推理已经使用gpu了", "inference.layers_on_cpu", False),
+    # "warmup" named is the warm-up a run has; its absence is the cause's
+    ("the loss spikes in the first 200 steps; I train with no warmup", "numerics.loss_spike_no_warmup", True),
+    ("训练没有预热，前几百步 loss 出现尖峰", "numerics.loss_spike_no_warmup", True),
+    ("warmup_steps=2000 and the loss spikes at step 30k", "numerics.loss_spike_no_warmup", False),
+    ("推理前先预热模型 10 秒", "numerics.loss_spike_no_warmup", False),
+    # the card's memory taken as a module is imported: a pool taken at the first operation
+    ("Upon importing nemos into my python script, the GPU has 18Gb of memory used.",
+     "oom.framework_preallocation", True),
+    ("When importing craftax functions such as the one below, my GPU memory immediately fills up",
+     "oom.framework_preallocation", True),
+    ("I get an error when importing torch", "oom.framework_preallocation", False),
+    ("GPU memory fills up after 100 steps", "oom.framework_preallocation", False),
+    # NaN said of the gradients, not of the grad norm (every gradient of an overflowed loss)
+    ("F.normalize(p=1) gives NaN gradients. Manually dividing by the sum works.",
+     "numerics.log_sqrt_at_zero", True),
+    ("The gradients will become NaN sometimes", "numerics.log_sqrt_at_zero", True),
+    ("I found nan when backward in very early iter when training", "numerics.log_sqrt_at_zero", True),
+    ("grad norm is nan. Do not update model", "numerics.log_sqrt_at_zero", False),
+    ("the grad_norm is NaN and the loss is normal", "numerics.log_sqrt_at_zero", False),
+    ("the gradients are not nan, only the loss is", "numerics.log_sqrt_at_zero", False),
+    # a setting or a time word said in passing names no cause: pin_memory is no worker count,
+    # "immediately" no start-up (an import or a first step is as immediate)
+    ("pin_memory=True, batch size 64 and GPU utilisation stays at 20 %", "gpu_util.dataloader_workers", False),
+    ("num_workers=0 and GPU utilisation stays at 20 %", "gpu_util.dataloader_workers", True),
+    ("it runs out of memory immediately", "oom.startup_too_large", False),
+    ("CUDA out of memory when loading the model with from_pretrained", "oom.startup_too_large", True),
 ])
 def test_words_that_name_a_cause(text: str, cause: str, named: bool) -> None:
     assert (cause in name_causes(text, KN)) is named
