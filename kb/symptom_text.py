@@ -130,8 +130,10 @@ _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成
                         r"|(?<![\d.])0(?:\.0+)?\s+loss\b")
 #: the loss climbing with words between ("losses start significantly increasing", "the loss then
 #: slowly goes up"): it reads "loss increase", the branch's words for it; not "the loss does not
-#: increase", "stops growing", "loss of throughput increases"
-_LOSS_CLIMB = re.compile(r"(?i)\bloss(?:es)?\s+(?:(?!(?:not|never|no|stops?|stopped|of|but|and|while|when|than)\b)"
+#: increase", "stops growing", "loss of throughput increases", "the performance loss seems to
+#: increase" (a loss of speed, of accuracy or of packets is no training loss)
+_LOSS_CLIMB = re.compile(r"(?i)(?<!performance )(?<!throughput )(?<!speed )(?<!accuracy )(?<!packet )"
+                         r"\bloss(?:es)?\s+(?:(?!(?:not|never|no|stops?|stopped|of|but|and|while|when|than)\b)"
                          r"[a-z]+\s+){1,3}?(?:increas\w*|ris(?:es|ing)|rose|climb\w*|grow(?:s|ing)?|grew"
                          r"|go(?:es|ing)?\s+up|went\s+up)\b")
 #: the card's memory taken as a module is imported ("Upon importing nemos ... the GPU has 18Gb of

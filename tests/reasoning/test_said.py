@@ -110,6 +110,19 @@ def test_a_hang_while_the_job_starts_points_at_the_connection(text: str) -> None
     assert set(top2) <= {"nccl.connect_refused", "nccl.socket_ifname_wrong"}, top2
 
 
+@pytest.mark.parametrize(("text", "diverges"), [
+    # the loss climbing and staying up answers "does it blow up?" as the divergence it is
+    ("I have not changed the code, but my losses become bigger and bigger", True),
+    ("the images look good for 5000 iterations, but then the loss rapidly increases", True),
+    ("I can train for about 1 epoch before losses start significantly increasing", True),
+    # near-misses: a loss that falls, a performance loss
+    ("the loss decreases steadily and then turns NaN at epoch 12", False),
+    ("The performance loss seems to increase with smaller batch sizes", False),
+])
+def test_a_climbing_loss_answers_that_it_diverges(text: str, diverges: bool) -> None:
+    assert ("numerics.grad=exploding" in answers_said(text, KN)) is diverges
+
+
 @pytest.mark.parametrize("text", [
     "multi-node training hangs at step 5000 in an all_reduce",
     "after initialization it trains fine but hangs at epoch 3",
