@@ -172,6 +172,11 @@ def test_the_default_engine_named_is_no_evidence_for_its_knobs() -> None:
     rep = kb.diagnose({"symptom": "inference", "inference": {"engine": "sglang"}})
     assert rep.hypotheses[0].cause_id.startswith("inference.sglang_")
     assert rep.hypotheses[0].evidence > 0
+    # a cause of any engine is not held against another engine (tensor parallel over PCIe on
+    # LMDeploy is the same all-reduce per layer)
+    hyps = {h.cause_id: h for h in kb.diagnose(
+        {"symptom": "inference", "inference": {"engine": "lmdeploy"}}).hypotheses}
+    assert hyps["inference.tp_over_pcie"].evidence == 0
 
 
 def test_a_branch_a_measured_fact_enters_leads_a_branch_only_words_name() -> None:
