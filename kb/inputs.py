@@ -373,7 +373,8 @@ def parse_binary(stream: Any, name: str, input_format: str | None, explicit: boo
         res.notes.append(f"{name}: {state['long_lines']} line(s) longer than {MAX_LINE_BYTES} "
                          "bytes were cut")
     if fmt in incident.TAPPED:  # a log's words: its head (a tool's table has no prose)
-        res.meta.setdefault("prose", incident.prose(head.decode("utf-8", "replace").splitlines()))
+        res.meta.setdefault("prose", incident.prose(
+            incident.without_configs(head.decode("utf-8", "replace").splitlines())))
     res.facts, dropped = drop_bad_numbers(res.facts, name)
     res.notes.extend(dropped)
     return res

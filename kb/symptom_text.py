@@ -124,7 +124,7 @@ _HOST_RAM_FULL = re.compile(r"(?<!GPU)(?<!gpu)(?<!GPU的)(?<!gpu的)(?<!显卡)(
 #: "loss: 0.0123")
 _LOSS_ZERO = re.compile(r"(?i)\bloss(?:[^。.;；!?！？\n]){0,30}?(?:(?:变成|变为|降到|降为|掉到|一直为|一直是|始终为|始终是|全为|全是|都是|等于)"
                         r"\s*0(?![.\d%])|归零)"
-                        r"|(?:\bloss\b(?:[^.;!?\n]){0,30}?\b(?:is|was|are|were|becomes?|became|goes\s+to|went\s+to"
+                        r"|(?:\bloss\b(?:[^.;!?\n]){0,30}?\b(?:is|was|are|were|of|becomes?|became|goes\s+to|went\s+to"
                         r"|turns?\s+to|turned\s+to|drops?\s+to|dropped\s+to|falls?\s+to|fell\s+to)\s+"
                         r"|\bloss\b['\"]?\s*[=:]\s*)(?:0(?:\.0+)?(?![.\d%e])|zero\b(?!-))"
                         r"|(?<![\d.])0(?:\.0+)?\s+loss\b")
@@ -136,6 +136,24 @@ _LOSS_CLIMB = re.compile(r"(?i)(?<!performance )(?<!throughput )(?<!speed )(?<!a
                          r"\bloss(?:es)?\s+(?:(?!(?:not|never|no|stops?|stopped|of|but|and|while|when|than)\b)"
                          r"[a-z]+\s+){1,3}?(?:increas\w*|ris(?:es|ing)|rose|climb\w*|grow(?:s|ing)?|grew"
                          r"|go(?:es|ing)?\s+up|went\s+up)\b")
+#: a loss that does not fall ("the loss doesn't decrease", "loss keeps unchanged", "loss曲线没怎么下降"):
+#: it reads "loss not decreasing", training that does not learn (the numerics branch's 不收敛)
+_LOSS_FLAT = re.compile(r"(?i)\bloss(?:es)?\s+(?:(?:curve|value)s?\s+)?(?:(?:(?:is|are|was|were|has|have|had|does|did|do"
+                        r"|keeps?|kept|stays?|stayed|remains?|remained)\s+)?(?:not|never|barely|hardly)\s+"
+                        r"|(?:is|are|was|were|has|have|had|does|did|do)n['’]t\s+)"
+                        r"(?:decreas\w*|go(?:es|ing)?\s+down|dropp?\w*|improv\w*|chang\w*|mov\w*|fall\w*)\b"
+                        r"|\bloss(?:es)?\s+(?:(?:is|are|was|were|keeps?|kept|stays?|stayed|remains?|remained|gets?|got)\s+)?"
+                        r"(?:unchanged|stuck|flat|constant|the\s+same|plateau\w*)\b"
+                        r"|loss[^。，,.;；!?！？\n]{0,6}?(?:不|没怎么|没有|没)(?:下降|降|变化|变(?![成为]))")
+#: the card's memory a job takes, said as a size ("it occupies 44 gb of memory", "each consumed
+#: 11G memory", "the gpu memory only uses 50GB"): how much memory is used, the memory branch's
+#: weak "memory occupied" (the memory named beside the size is the same memory, not a second word)
+_MEMORY_TAKEN = re.compile(r"(?i)(?:\b(?:(?:gpu|cuda|video)[\s-]?)?(?:memory|mem|vram|ram)\s+(?:(?:is|was|only|just|already|still)\s+){0,2})?"
+                           r"\b(?:occup(?:y|ies|ying|ied)|uses?|using|used|takes?|taking|took|eats?|eating"
+                           r"|consum(?:es|ing|ed|e))\s+(?:about\s+|around\s+|up\s+to\s+|over\s+|more\s+than\s+"
+                           r"|almost\s+|nearly\s+|~\s*)?\d+(?:\.\d+)?\s?(?:g|gb|gib|m|mb|mib)\b"
+                           # the memory named after the size is the same memory, not a second word
+                           r"(?:\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cuda\s+|video\s+)?(?:memory|vram|ram)\b)?")
 #: the card's memory taken as a module is imported ("Upon importing nemos ... the GPU has 18Gb of
 #: memory used", "when importing craftax functions my GPU memory immediately fills up"): it reads
 #: "memory taken at import"; not an import that fails ("error when importing torch")
@@ -276,7 +294,9 @@ def _norm_text(text: str) -> str:
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
     "内存占满", the loss falling to zero "loss becomes zero", the loss climbing with words between
-    "loss increase", the card's memory taken as a module is imported "memory taken at import", NaN
+    "loss increase", a loss that does not fall "loss not decreasing", the card's memory said as
+    the size a job takes "memory occupied", the card's memory taken as a module is imported
+    "memory taken at import", NaN
     in the gradients "nan gradients", several cards slower than one "多卡更慢", every core
     counted out "all cores", a phrase with a focus adverb inside it also without it; a GPU's RAM
     reads "vram"."""
@@ -284,6 +304,7 @@ def _norm_text(text: str) -> str:
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
+    text = _MEMORY_TAKEN.sub(" memory occupied ", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
@@ -298,6 +319,8 @@ def _norm_text(text: str) -> str:
     tl = text.lower()  # cheap substring tests before each regex
     if "loss" in tl and _LOSS_CLIMB.search(text):
         parts.append("loss increase")
+    if "loss" in tl and _LOSS_FLAT.search(text):
+        parts.append("loss not decreasing")
     if "mport" in text and _IMPORT_MEMORY.search(text):
         parts.append("memory taken at import")
     if ("grad" in tl or "backward" in tl) and _NAN_GRAD.search(text):
@@ -918,7 +941,8 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     entered, in_context = _branches_meeting(stated, kn)
     yield_note: str | None = None
     if branches:
-        branches, yield_note = _yielded(branches, text, kn, in_context)
+        # (a rate glued to its number, "1500token/second", is read as the words classify read)
+        branches, yield_note = _yielded(branches, _UNIT_GLUED.sub(r"\1 \2", text), kn, in_context)
     context_note: str | None = None
     if _weak_only(branches, kn):
         # "it is very slow" beside a serving engine's launch command is about serving

@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from kb.parsers import (
+    config_file,
     facts_json,
     free,
     gpustat,
@@ -48,6 +49,7 @@ PARSERS: tuple[ModuleType, ...] = (
     ps,
     training_log,
     torch_compile,
+    config_file,
     incident,
 )
 FORMATS: tuple[str, ...] = tuple(p.NAME for p in PARSERS)

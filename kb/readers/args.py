@@ -82,6 +82,12 @@ def _clip(v: str | None) -> float | None:
     return x if x is not None and x > 0 else None
 
 
+def _offloaded(v: str | None) -> bool | None:
+    """An offload device: ``cpu`` / ``nvme`` offload, ``none`` keeps the state on the GPU."""
+    s = (v or "").strip().strip("'\"").lower()
+    return None if not s else s not in ("none", "null", "false", "gpu", "cuda")
+
+
 def _dtype_of(v: str | None) -> str | None:
     """Lightning ``precision``, accelerate ``mixed_precision``, a ``dtype`` name."""
     s = (v or "").strip().strip("'\"").lower().replace("torch.", "")
@@ -143,6 +149,11 @@ ANY: dict[str, tuple[str, Conv]] = {
     "activation_checkpointing": ("training.activation_checkpointing", _bool),
     "recompute_activations": ("training.activation_checkpointing", _bool),  # Megatron
     "zero_stage": ("training.zero_stage", _count),
+    # DeepSpeed's config (https://www.deepspeed.ai/docs/config-json/): zero_optimization.stage
+    # and offload_optimizer.device (kb.parsers.config_file names them so), Accelerate's
+    # offload_optimizer_device
+    "offload_optimizer_device": ("training.optimizer_offload", _offloaded),
+    "gradient_clipping": ("numerics.grad_clip", _clip),
     "bf16": ("numerics.dtype", _flag_dtype("bf16")),
     "fp16": ("numerics.dtype", _flag_dtype("fp16")),
     "mixed_precision": ("numerics.dtype", _dtype_of),
@@ -433,9 +444,14 @@ FLAG_LINE = re.compile(r"^\s*--[A-Za-z][\w.-]*(?:[= ](?!-)\S+)?(?:\s+--?[A-Za-z]
 
 
 def read_flags(facts: dict[str, Any], lines: list[str]) -> bool:
-    """Facts from lines of bare flags; serving or training is told by the flags themselves (a
-    flag only a serving engine has, or only a trainer); False when none is known."""
-    pairs = cli_pairs(tokens_of(" ".join(x.strip().rstrip("\\") for x in lines)))
+    """Facts from lines of bare flags (see :func:`read_pairs`); False when none is known."""
+    return read_pairs(facts, cli_pairs(tokens_of(" ".join(x.strip().rstrip("\\") for x in lines))))
+
+
+def read_pairs(facts: dict[str, Any], pairs: list[tuple[str, str | None]]) -> bool:
+    """Facts from settings without their program (bare flags, a config file); serving or
+    training is told by the settings themselves (one only a serving engine has, or only a
+    trainer); False when none is known."""
     keys = {k for k, _ in pairs}
     serve_only, train_only = keys & (SERVE.keys() - TRAIN.keys()), keys & (TRAIN.keys() - SERVE.keys())
     if serve_only and not train_only:

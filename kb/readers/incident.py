@@ -36,6 +36,8 @@ TAPPED = frozenset({"training_log", "torch_compile"})
 TAP_LINE_BYTES = 8 * 1024 * 1024
 #: a tapped input is scanned for signatures in text blocks of about this size
 TAP_BLOCK = 1 << 20
+#: the kinds of output a note names (a paste of many tables says how many more)
+MAX_KINDS_SHOWN = 12
 #: characters of an input's free text kept for naming a branch (see kb.api.report_for)
 PROSE_CHARS = 64 * 1024
 #: an issue template's question answered "no" ("Using distributed or parallel set-up in
@@ -84,7 +86,7 @@ def _merge(acc: dict[str, Any], part: dict[str, Any], source: str, origins: dict
 
 def parse(lines: Iterable[str], source: str) -> ParseResult:
     """Read a pasted incident (see the module docstring)."""
-    from kb.parsers import get_parser, training_log
+    from kb.parsers import config_file, get_parser, training_log
     from kb.parsers.base import ParseResult, trim
     from kb.readers import regions as _regions
 
@@ -115,6 +117,10 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
             continue
         kinds.append(f"{reg.fmt} (lines {reg.start + 1}-{reg.end})")
         _take(res, sub, facts, origins, conflicts, reg.fmt)
+        if reg.fmt == config_file.NAME:
+            # a config's words are settings, not prose; its lines stay the log's, as before it
+            # was read (a value the log scanner knows is not taken from it)
+            log.extend(text_lines[reg.start:reg.end])
     log.extend(text_lines[pos:])
     free.extend(range(pos, len(text_lines)))
     # the free text (no tool's table, no command or settings): its words may name a branch
@@ -135,7 +141,8 @@ def parse(lines: Iterable[str], source: str) -> ParseResult:
     apply(facts, matcher.found(), res.notes, source)
     res.facts = trim(facts)
     if kinds:
-        res.notes.insert(0, f"{source}: read as a pasted incident: {', '.join(kinds)}")
+        more = f", and {len(kinds) - MAX_KINDS_SHOWN} more" if len(kinds) > MAX_KINDS_SHOWN else ""
+        res.notes.insert(0, f"{source}: read as a pasted incident: {', '.join(kinds[:MAX_KINDS_SHOWN])}{more}")
     if not res.facts:
         res.notes.append(f"{source}: no known fact found in this text")
     return res
@@ -176,6 +183,17 @@ def _prose(lines: Iterable[str], settings_read: bool) -> Iterable[str]:
             yield _CARD_SIZE.sub(" ", _TEMPLATE_Q.sub("", line, count=1))
 
 
+def without_configs(lines: list[str]) -> list[str]:
+    """``lines`` less the configs among them (a log reader's input: their words are settings)."""
+    from kb.parsers import config_file
+
+    spans = config_file.find(lines)
+    if not spans:
+        return lines
+    drop = {i for a, b in spans for i in range(a, b)}
+    return [x for i, x in enumerate(lines) if i not in drop]
+
+
 def _line_facts() -> LineFacts:
     from kb.readers.lines import LineFacts
 
@@ -204,6 +222,7 @@ class Tap:
         self._line_bytes = 0
         self._unwrapped_bytes = 0
         self._matcher = Matcher()
+        self._configs: list[dict[str, Any]] = []  # the facts of each config seen
 
     def wrap(self, stream: Any) -> "Tap":
         """Read through ``stream`` from now on (a log reader's engine that reads a stream)."""
@@ -247,8 +266,19 @@ class Tap:
         self._unwrapped_bytes += len(block)
         if self._line_bytes < TAP_LINE_BYTES:
             self._line_bytes += len(block)
-            for line in text.splitlines():
+            lines = text.splitlines()
+            for line in lines:
                 self._lines.feed(line)
+            self._read_configs(lines)
+
+    def _read_configs(self, lines: list[str]) -> None:
+        """The facts of the configs among ``lines`` (a config split by a block's end is not
+        read: a log's configs are near its head)."""
+        from kb.parsers import config_file
+
+        room = config_file.MAX_CONFIGS - len(self._configs)
+        for a, b in config_file.find(lines, room) if room > 0 else ():
+            self._configs.append(config_file.parse(lines[a:b], self.source).facts)
 
     def finish(self, res: ParseResult) -> None:
         """Add the facts the stream stated and the signatures it matched to ``res``."""
@@ -262,5 +292,7 @@ class Tap:
         origins: dict[str, str] = {}
         facts = res.facts
         _merge(facts, own, f"{self.source} (stated)", origins, conflicts)
+        for got in self._configs:
+            _merge(facts, got, f"{self.source} (config)", origins, conflicts)
         res.notes.extend(f"{self.source}: {c}" for c in conflicts)
         apply(facts, self._matcher.found(), res.notes, self.source)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kb.parsers import (free, gpustat, iostat, memory_stats, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo,
+from kb.parsers import (config_file, free, gpustat, iostat, memory_stats, nccl_tests, nvidia_smi, nvidia_smi_dmon, nvidia_smi_topo,
                         ps, py_spy, vllm_bench, vllm_metrics)
 from kb.parsers.base import strip_ansi
 
@@ -99,6 +99,9 @@ def find_regions(raw: list[str]) -> list[Region]:
     out: list[Region] = []
     i = 0
     n = len(lines)
+    # the lines a config was looked for in (and none found): none starts inside them
+    no_config_before = 0
+    configs = 0
     while i < n:
         s = lines[i]
         st = s.strip()
@@ -158,11 +161,21 @@ def find_regions(raw: list[str]) -> list[Region]:
             end = _extent(lines, i, lambda x: bool(_PROM.match(x.strip())))
             if end - i >= 2 and _try(vllm_metrics.sniff, lines, i, end):
                 got = Region(vllm_metrics.NAME, i, end)
+        # (a YAML line "compute_environment: LOCAL_MACHINE" also has a metric's shape)
+        if got is None and i >= no_config_before and configs < config_file.MAX_CONFIGS and (
+                st.startswith("{") or config_file.may_start(s)):
+            end, ok = config_file.block_end(lines, i)
+            if ok:
+                got = Region(config_file.NAME, config_file.lead(lines, i, out[-1].end if out else 0), end)
+                configs += 1
+            else:
+                no_config_before = end
         if got is None:
             i += 1
             continue
         prev = out[-1] if out else None
-        if prev is not None and prev.fmt == got.fmt and not any(x.strip() for x in lines[prev.end:got.start]):
+        if prev is not None and prev.fmt == got.fmt != config_file.NAME and \
+                not any(x.strip() for x in lines[prev.end:got.start]):
             prev.end = got.end  # one output split by blank lines (py-spy processes, iostat reports)
         else:
             out.append(got)

@@ -27,6 +27,9 @@ PIECES = [
     "TrainingArguments(\nbf16=True,\n", "+-----+\n| NVIDIA-SMI 550 |\n", "avg-cpu:  %user\n",
     "Thread 0x7F (active): \"MainThread\"\n    f (a.py:1)\n", "# HELP vllm:x y\n",
     "============ Serving Benchmark Result ============\n", "CUDA out of memory. Tried to allocate ",
+    # configs: a DeepSpeed JSON's lines and an Accelerate YAML's
+    "{\n", '  "zero_optimization": {"stage": 3},\n', "}\n", "mixed_precision: bf16\n",
+    "deepspeed_config:\n  zero_stage: 3\n", "num_machines: 2\n",
 ]
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

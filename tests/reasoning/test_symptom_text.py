@@ -696,6 +696,34 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
         assert rep.hypotheses[0].cause_id == cause
 
 
+@pytest.mark.parametrize(("text", "branch"), [
+    # a loss that does not fall, or falls to 0, is training gone wrong (不收敛)
+    ("with opt_level O1 the train loss doesn't decrease", "numerics"),
+    ("基于预训练模型训练了130k步，loss曲线没怎么下降", "numerics"),
+    ("the gradscale keeps getting zero and the loss keeps unchanged in each iteration", "numerics"),
+    ("after the upgrade fine-tuning makes the model dumb with a loss of 0", "numerics"),
+    # near-miss: a loss that falls, in a slow run
+    ("the loss decreases fine but every step takes 3 seconds", "gpu_util"),
+    # GradScaler's scale by its own name; its error is a failure, not a run time ("RuntimeError"
+    # is no "runtime", the words of a speed question)
+    ("RuntimeError: grad_scale is too small, exiting: 2.3e-10", "numerics"),
+    # the memory a job takes, said as a size
+    ("finetuning occupies 44 gb of memory although the table says less than 24 gb", "oom"),
+    # near-misses: the same size said beside the speed of a served model (a rate glued to its
+    # number is a rate)
+    ("inference on one instance uses about 8GB of GPU memory and only reaches 2 FPS", "inference"),
+    ("the lmdeploy server only gets 1500token/second while it occupies 50GB", "inference"),
+    # an allocation refused, in Chinese
+    ("合并LoRA权重时提示的内存需要只是几百MB，就无法分配", "oom"),
+    # "slower" in Chinese names slowness as "slower" does
+    ("换了新的显卡以后反而更慢了", "gpu_util"),
+])
+def test_words_alone_name_the_branch(kn, text: str, branch: str) -> None:
+    # the words' own reading (no past incident's likeness): what the vocabulary names
+    _, branches, _ = apply_text(kb.Facts(symptom_text=text), kn)
+    assert list(branches)[:1] == [branch]
+
+
 @pytest.mark.parametrize("text", [
     # the GPU's memory (显存), not the host's (内存)
     "训练 13B 模型，显存占用特别高",
