@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from . import rules
 from .conditions import base_path, evaluate, evaluate_clause, flatten, words_void
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
-from .knowledge import SEVERITY_ORDER, AnyOf, Clause, Condition, Knowledge
+from .knowledge import SEVERITY_ORDER, AnyOf, Check, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
 
 if TYPE_CHECKING:
@@ -691,6 +691,8 @@ class Reasoner:
         for chk in self.kn.checks.values():
             if known.get(f"tools.{chk.id}.status") == "ok":
                 continue  # it ran: what it could tell is already in the facts
+            if chk.when and not self._for_setup(chk, known):
+                continue  # a command for another setup (vLLM's flags on an Ollama server)
             # undecided nodes this check settles: it is their check, or gives their facts
             decides = sorted(n for n in open_nodes if self._node_check.get(n) == chk.id or any(
                 self._produced(f, chk.id) for f in self._edge_facts.get(n, ())))
@@ -724,6 +726,12 @@ class Reasoner:
                 decides=decides, health_check=chk.health_check)))
         suggestions.sort(key=lambda kv: kv[0])
         return [s for _, s in suggestions]
+
+    def _for_setup(self, chk: Check, known: dict[str, Any]) -> bool:
+        """Whether the known facts allow the setup ``chk`` is written for: none of its ``when``
+        conditions fails (and, with ``when_known``, all hold)."""
+        got = [evaluate(c, known, self.kn, self.overrides) for c in chk.when]
+        return False not in got and (not chk.when_known or all(g is True for g in got))
 
     def _order_key(self, health_first: int, asks_now: int, completes: int, likely: float,
                    separates: int, cost: int, health_rank: int, check_id: str,

@@ -249,6 +249,11 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
         for p in chk.produces:
             if not _fact_known(p, paths):
                 problems.append(f"{root}/checks.yaml {chk.id}: produces unknown fact '{p}'")
+        for cond in chk.when:
+            check_fact(f"{root}/checks.yaml {chk.id} when", cond.fact)
+            check_value(f"{root}/checks.yaml {chk.id} when", cond.value)
+        if chk.when_known and not chk.when:
+            problems.append(f"{root}/checks.yaml {chk.id}: when_known without when")
     for ref in kn.references.values():
         if ref.group not in kn.ref_groups:
             problems.append(f"{root}/references.yaml {ref.id}: unknown group '{ref.group}'")

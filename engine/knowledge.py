@@ -330,6 +330,11 @@ class Check(_Model):
     branches: list[str] = Field(default_factory=list)
     refs: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    #: the setup the command is written for: a check one of whose conditions fails on what is
+    #: known is not suggested (a vLLM command for an Ollama server); one left unknown keeps it,
+    #: unless ``when_known`` (a command for a setup that must be stated)
+    when: list[Condition] = Field(default_factory=list)
+    when_known: bool = False
 
 
 class Threshold(_Model):

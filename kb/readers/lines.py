@@ -31,6 +31,11 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 #: whether generation keeps its KV cache: a model config's field (config.json ``"use_cache":
 #: false``, YAML ``use_cache: false``) or a call's keyword (``generate(..., use_cache=False)``);
 #: transformers' PretrainedConfig / GenerationConfig ``use_cache``
+#: the request slots a local runner serves at once: Ollama's "server config" log line prints its
+#: environment as a Go map ("OLLAMA_NUM_PARALLEL:4"; 0 is the default, not a cap), llama-server's
+#: GET /props answers "total_slots" (its --parallel)
+_OLLAMA_PARALLEL = re.compile(r"\bOLLAMA_NUM_PARALLEL:(\d+)\b")
+_TOTAL_SLOTS = re.compile(r'"total_slots"\s*:\s*(\d+)\b')
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
 _DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
@@ -147,6 +152,18 @@ class LineFacts:
         if xp:
             set_fact(self.facts, "oom.framework_preallocates", xp.group(1) == "allocating")
             self._count("XLA allocator")
+            taken = True
+        op = _OLLAMA_PARALLEL.search(line) if "OLLAMA_NUM_PARALLEL:" in line else None
+        if op and int(op.group(1)) > 0:
+            set_fact(self.facts, "inference.max_num_seqs", int(op.group(1)))
+            set_fact(self.facts, "inference.engine", "ollama")
+            self._count("server config")
+            taken = True
+        ts = _TOTAL_SLOTS.search(line) if "total_slots" in line else None
+        if ts and int(ts.group(1)) > 0:
+            set_fact(self.facts, "inference.max_num_seqs", int(ts.group(1)))
+            set_fact(self.facts, "inference.engine", "llama.cpp")
+            self._count("server properties")
             taken = True
         uc = _USE_CACHE.search(line) if "use_cache" in line else None
         if uc:
