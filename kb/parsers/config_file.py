@@ -139,8 +139,10 @@ def block_end(lines: list[str], i: int) -> tuple[int, bool]:
             if depth <= 0:
                 end = j + 1
                 break
-        if end is None or end - i < 3:
-            return i + 1, False
+        if end is None:  # not closed within MAX_LINES: no config, and none starts inside
+            return min(len(lines), i + MAX_LINES), False
+        if end - i < 3:
+            return end, False
         data = _load("\n".join(lines[i:end]), json_like=True)
         ok = data is not None and len(data) >= 2 and not any(
             _METRIC_KEY.search(k) for k in [*map(str, data), *(k for k, _ in pairs(data))])

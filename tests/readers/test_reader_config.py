@@ -159,3 +159,10 @@ def test_find_is_total(lines: list[str]) -> None:
         ends.append(b)
     for a, b in spans:
         config_file.parse(lines[a:b], "prop")
+
+
+def test_an_unclosed_object_is_passed_over_once() -> None:
+    # a JSON cut off by a paste's end: no config, and no other config is sought inside it
+    lines = ["{"] + [f'  "k{i}": {{"x": {i}}},' for i in range(3 * config_file.MAX_LINES)]
+    assert config_file.block_end(lines, 0) == (config_file.MAX_LINES, False)
+    assert config_file.find(lines) == []
