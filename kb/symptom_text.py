@@ -616,6 +616,9 @@ _ENGINES: dict[str, tuple[str, ...]] = {
     "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm", "tensorrt llm"),
     "tgi": ("text-generation-inference", "tgi"),
     "lmdeploy": ("lmdeploy",),
+    # the local runners (their launch commands set the same values: kb.readers.args)
+    "ollama": ("ollama",),
+    "llama.cpp": ("llama.cpp", "llama-server", "llamacpp", "llama-cpp", "llama_cpp"),
 }
 #: training frameworks: recognised (shown as evidence) but no Facts field holds them
 _FRAMEWORKS: dict[str, tuple[str, ...]] = {

@@ -79,3 +79,13 @@ def test_when_is_validated(tmp_path: Path, edit: str, problem: str | None) -> No
 
     problems = validate(load_knowledge(g))
     assert any("ollama_server_config" in x and ("inference.nope" in x or "when_known" in x) for x in problems), problems
+
+
+def test_an_ollama_named_in_words_gets_its_own_checks(kn) -> None:
+    # "ollama" said is the engine: the cap on parallel requests leads, and its own command is
+    # suggested where vLLM's flags would have been
+    rep = kb.diagnose(symptom="ollama answers requests one at a time, the second user waits until "
+                      "the first answer is done", knowledge=kn)
+    ids = [c.id for c in rep.next_checks]
+    assert rep.hypotheses[0].cause_id == "inference.max_num_seqs_limit"
+    assert "ollama_server_config" in ids and "vllm_serve_args" not in ids

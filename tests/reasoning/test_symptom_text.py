@@ -115,6 +115,11 @@ def test_dtypes(text: str, dtype: str | None) -> None:
 @pytest.mark.parametrize("text,engine", [
     ("vLLM TTFT is slow", "vllm"), ("SGLang server", "sglang"), ("TensorRT-LLM engine", "tensorrt-llm"),
     ("trt-llm build", "tensorrt-llm"), ("vllm vs sglang", None),
+    # the local runners, as people name them
+    ("ollama answers one request at a time", "ollama"), ("llama-server reprocesses the prompt", "llama.cpp"),
+    ("llama.cpp with -ngl 99", "llama.cpp"), ("ollama or vllm for two users?", None),
+    # near-miss: the model family is no runner
+    ("llama 3 8b on one 4090 is slow", None),
 ])
 def test_engines(text: str, engine: str | None) -> None:
     assert extract(text).get("inference", {}).get("engine") == engine
