@@ -154,6 +154,20 @@ _MEMORY_TAKEN = re.compile(r"(?i)(?:\b(?:(?:gpu|cuda|video)[\s-]?)?(?:memory|mem
                            r"|almost\s+|nearly\s+|~\s*)?\d+(?:\.\d+)?\s?(?:g|gb|gib|m|mb|mib)\b"
                            # the memory named after the size is the same memory, not a second word
                            r"(?:\s+(?:of\s+)?(?:the\s+)?(?:gpu\s+|cuda\s+|video\s+)?(?:memory|vram|ram)\b)?")
+#: a size in bytes' units after a number ("44 gb", "11G"): the lines _MEMORY_TAKEN may match (its
+#: leading optional noun makes it slow to try at every place of a long artifact's prose)
+_SIZE = re.compile(r"(?i)\d\s?(?:g|gb|gib|m|mb|mib)\b")
+
+
+def _memory_taken(text: str) -> str:
+    """``text`` with each memory size a job takes read as "memory occupied" (:data:`_MEMORY_TAKEN`),
+    tried only on the lines that hold a size."""
+    if not _SIZE.search(text):
+        return text
+    return "\n".join(_MEMORY_TAKEN.sub(" memory occupied ", ln) if _SIZE.search(ln) else ln
+                     for ln in text.split("\n"))
+
+
 #: the card's memory taken as a module is imported ("Upon importing nemos ... the GPU has 18Gb of
 #: memory used", "when importing craftax functions my GPU memory immediately fills up"): it reads
 #: "memory taken at import"; not an import that fails ("error when importing torch")
@@ -304,7 +318,7 @@ def _norm_text(text: str) -> str:
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
-    text = _MEMORY_TAKEN.sub(" memory occupied ", text)
+    text = _memory_taken(text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]

@@ -1,7 +1,8 @@
 """Environment variables stated in pasted text, and the facts they imply.
 
 Forms read: ``export NAME=value`` / ``NAME=value`` lines (shell, ``.env`` files, the env dump at
-the end of vLLM's ``collect_env``), a systemd unit's ``Environment="NAME=value"``,
+the end of vLLM's ``collect_env``), a systemd unit's ``Environment="NAME=value"``, the Go map
+Ollama's server logs at start (``env="map[OLLAMA_NUM_PARALLEL:1 ...]"``),
 ``NAME=value cmd ...`` prefixes and ``-e NAME=value`` / ``--env NAME=value`` in commands, and
 ``os.environ["NAME"] = "value"`` in Python.
 Only names with a known prefix are kept (never tokens or keys: ``HF_TOKEN`` and friends are not
@@ -31,6 +32,11 @@ _LINE = re.compile(rf"^\s*(?:export\s+|set\s+|ENV\s+|declare\s+-x\s+)?({_NAME})=
 #: a systemd unit's ``Environment="NAME=value"`` line (how the Ollama FAQ sets its server's
 #: variables under ``systemctl edit ollama.service``)
 _SYSTEMD = re.compile(rf"^\s*Environment\s*=\s*\"?({_NAME})=([^\"\s]{{0,400}})\"?\s*$")
+#: the environment Ollama logs when its server starts (server/routes.go: msg="server config"
+#: env="map[OLLAMA_NUM_PARALLEL:1 OLLAMA_ORIGINS:[...] ...]"), a Go map's NAME:value pairs
+_GO_MAP = re.compile(r'\benv="map\[(.*)\]"')
+#: (an empty value, "CUDA_VISIBLE_DEVICES:" or "[]", is a variable left unset: not read)
+_GO_PAIR = re.compile(rf"({_NAME}):(\[[^\]]+\]|[^\s\[]\S*)")
 #: assignments in a command line: a leading run of them (``A=1 B=2 torchrun ...``) and docker's
 #: ``-e A=1`` / ``--env A=1``; an assignment inside prose ("use TORCH_LOGS=x.") is advice, not state
 _LEAD = re.compile(rf"^\s*(?:export\s+|env\s+)?((?:{_NAME}={_VALUE}\s+)+)")
@@ -61,8 +67,11 @@ def assignments(line: str) -> list[tuple[str, str]]:
     if "=" not in line:
         return out
     m = _LINE.match(line) or _SYSTEMD.match(line)
+    gm = _GO_MAP.search(line) if "map[" in line else None
     if m:
         pairs = [(m.group(1), m.group(2))]
+    elif gm:
+        pairs = [(mm.group(1), mm.group(2)) for mm in _GO_PAIR.finditer(gm.group(1))]
     else:
         lead = _LEAD.match(line)
         pairs = [(mm.group(1), mm.group(2)) for mm in _ONE.finditer(lead.group(1))] if lead else []

@@ -31,14 +31,9 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 #: whether generation keeps its KV cache: a model config's field (config.json ``"use_cache":
 #: false``, YAML ``use_cache: false``) or a call's keyword (``generate(..., use_cache=False)``);
 #: transformers' PretrainedConfig / GenerationConfig ``use_cache``
-#: the request slots a local runner serves at once: Ollama's "server config" log line prints its
-#: environment as a Go map ("OLLAMA_NUM_PARALLEL:4"; 0 is the default, not a cap), llama-server's
-#: GET /props answers "total_slots" (its --parallel)
-_OLLAMA_PARALLEL = re.compile(r"\bOLLAMA_NUM_PARALLEL:(\d+)\b")
+#: the request slots llama-server serves at once: its GET /props answers "total_slots" (its
+#: --parallel); Ollama's are its OLLAMA_NUM_PARALLEL (kb.readers.env)
 _TOTAL_SLOTS = re.compile(r'"total_slots"\s*:\s*(\d+)\b')
-#: (a substring tested first, the pattern, the engine, what the line is)
-_SLOT_LINES = (("OLLAMA_NUM_PARALLEL:", _OLLAMA_PARALLEL, "ollama", "server config"),
-               ("total_slots", _TOTAL_SLOTS, "llama.cpp", "server properties"))
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
 _DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
@@ -156,13 +151,12 @@ class LineFacts:
             set_fact(self.facts, "oom.framework_preallocates", xp.group(1) == "allocating")
             self._count("XLA allocator")
             taken = True
-        for hint, rx, engine, kind in _SLOT_LINES:
-            slots = rx.search(line) if hint in line else None
-            if slots and int(slots.group(1)) > 0:
-                set_fact(self.facts, "inference.max_num_seqs", int(slots.group(1)))
-                set_fact(self.facts, "inference.engine", engine)
-                self._count(kind)
-                taken = True
+        slots = _TOTAL_SLOTS.search(line) if "total_slots" in line else None
+        if slots and int(slots.group(1)) > 0:
+            set_fact(self.facts, "inference.max_num_seqs", int(slots.group(1)))
+            set_fact(self.facts, "inference.engine", "llama.cpp")
+            self._count("server properties")
+            taken = True
         uc = _USE_CACHE.search(line) if "use_cache" in line else None
         if uc:
             set_fact(self.facts, "inference.use_cache", uc.group(1).lower() == "true")

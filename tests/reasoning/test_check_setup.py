@@ -57,6 +57,14 @@ def test_runner_slot_lines(line: str, want: dict) -> None:
     assert {k: got[k] for k in ("max_num_seqs", "engine") if k in got} == want
 
 
+def test_ollama_server_config_is_its_environment() -> None:
+    # the Go map is read as the environment it is; an empty value is a variable left unset
+    line = ('msg="server config" env="map[CUDA_VISIBLE_DEVICES: OLLAMA_KEEP_ALIVE:5m0s '
+            'OLLAMA_NUM_PARALLEL:2 OLLAMA_ORIGINS:[]]"')
+    env = incident.parse(io.StringIO(line + "\n"), "paste").facts["env"]
+    assert env == {"OLLAMA_KEEP_ALIVE": "5m0s", "OLLAMA_NUM_PARALLEL": "2"}
+
+
 @pytest.mark.parametrize(("edit", "problem"), [
     ("    when: [{fact: inference.engine, op: in, value: [ollama]}]\n",
      "    when: [{fact: inference.nope, op: in, value: [ollama]}]\n"),
