@@ -121,6 +121,11 @@ class Fix(_Model):
     refs: list[str] = Field(min_length=1)
     #: the facts that show this fix is already in place (all hold): it is not proposed again
     applied_if: list[Clause] = Field(default_factory=list)
+    #: the setup the command is written for, as a check's ``when``: a fix one of whose conditions
+    #: fails on what is known is not proposed (a vLLM flag for a llama-server job); one left
+    #: unknown keeps it, unless ``when_known`` (a command for a setup that must be stated)
+    when: list[Condition] = Field(default_factory=list)
+    when_known: bool = False
 
 
 class Verification(_Model):

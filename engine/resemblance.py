@@ -61,7 +61,10 @@ def describe_causes(kn: Knowledge) -> str:
         parts: list[str] = []
         for t in (c.title, c.symptom, c.why):
             parts += [t.en, t.zh]
-        parts += [f.text.en for f in c.fixes] + [f.text.zh for f in c.fixes]
+        # a fix proposed only for a setup the user names (llama-server's flag beside vLLM's)
+        # describes that tool, not the cause
+        general = [f for f in c.fixes if not f.when_known]
+        parts += [f.text.en for f in general] + [f.text.zh for f in general]
         parts += list(c.words.en) + list(c.words.zh)
         docs[c.id] = Counter(tokens(" ".join(parts)))
     n = len(docs)

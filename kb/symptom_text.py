@@ -690,6 +690,11 @@ def _vocab_hits(text: str, vocab: dict[str, tuple[str, ...]], words: list[str]) 
     return found
 
 
+#: a warmup's length beside a step count ("1600步的warmup step", "warmup_steps=500", "500 warm-up
+#: steps", "预热 500 步")
+_WARMUP = re.compile(r"(?i)warm[-_ ]?up|预热")
+
+
 def mentions(text: str) -> Mentions:
     """Step numbers, dtypes, engines, frameworks and GPU products mentioned in ``text``."""
     out = Mentions()
@@ -702,6 +707,8 @@ def mentions(text: str) -> Mentions:
             if n is None:
                 continue
             spans.append((m.start(), m.end()))
+            if _WARMUP.search(text[max(0, m.start() - 16):m.end() + 16]):
+                continue  # "1600 warmup steps": how long the warmup lasts, not when it failed
             if n not in out.steps:
                 out.steps.append(n)
             out.words.append(m.group(0).strip())

@@ -432,6 +432,11 @@ def test_anomaly_op_only_when_one_op_is_named() -> None:
      "n_bytes+DEBUG_GUARD_SIZE*2) failed with error out of memory", True),
     ("Could not allocate memory: CUDA Error: cudaMalloc(&rawptr, n_bytes) failed with error invalid argument",
      False),
+    # IPython's traceback header (IPython/core/ultratb.py) of torch.cuda.OutOfMemoryError; Java's
+    # heap error is not a device OOM, nor a header of another class
+    ("OutOfMemoryError                          Traceback (most recent call last)", True),
+    ('Exception in thread "main" java.lang.OutOfMemoryError: Java heap space', False),
+    ("RuntimeError                              Traceback (most recent call last)", False),
     # the CUDA libraries' allocation statuses (curand.h, cusolver_common.h, cufft.h), as CuPy and
     # PyTorch raise them
     ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_ALLOCATION_FAILED", True),

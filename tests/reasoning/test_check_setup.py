@@ -97,3 +97,77 @@ def test_an_ollama_named_in_words_gets_its_own_checks(kn) -> None:
     ids = [c.id for c in rep.next_checks]
     assert rep.hypotheses[0].cause_id == "inference.max_num_seqs_limit"
     assert "ollama_server_config" in ids and "vllm_serve_args" not in ids
+
+
+# a confirmed cause whose fixes are written for several engines
+PREFIX = {"symptom": "inference", "inference": {"shared_prefix_fraction": 0.8, "enable_prefix_caching": False,
+                                                "ttft_ms_p50": 9000}}
+EAGER = {"symptom": "inference", "inference": {"tpot_ms_p50": 72, "num_running": 1, "enforce_eager": True}}
+
+
+@pytest.mark.parametrize(("facts", "cause"), [(PREFIX, "inference.prefix_caching_disabled"),
+                                              (EAGER, "inference.cuda_graphs_disabled")])
+@pytest.mark.parametrize(("engine", "shown", "hidden"), [
+    ("llama.cpp", "llama-server", "vllm serve"),
+    ("vllm", "vllm serve", "llama-server"),
+    # the engine not stated: vLLM's (the cause's assumption), not the runner's
+    (None, "vllm serve", "llama-server"),
+])
+def test_fixes_follow_the_engine(kn, facts: dict, cause: str, engine: str | None, shown: str,
+                                 hidden: str) -> None:
+    given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
+    rep = kb.diagnose(given, knowledge=kn)
+    found = {f.cause_id: f for f in rep.findings}
+    assert cause in found, [f.cause_id for f in rep.findings]
+    commands = [x.command for x in found[cause].fixes]
+    assert any(shown in c for c in commands) and not any(hidden in c for c in commands), commands
+
+
+def test_a_fix_for_a_stated_setup_needs_its_setup(tmp_path: Path) -> None:
+    g = tmp_path / "graphs"
+    shutil.copytree(ROOT / "graphs", g)
+    p = g / "inference" / "prefix_caching_disabled.yaml"
+    text = p.read_text()
+    edit = '    when: [{fact: inference.engine, op: "==", value: llama.cpp}]\n    when_known: true\n'
+    assert edit in text
+    p.write_text(text.replace(edit, "    when_known: true\n", 1))
+    from kb.engine.graph import validate
+
+    problems = validate(load_knowledge(g))
+    assert any("prefix_caching_disabled" in x and "when_known without when" in x for x in problems), problems
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None,
+                    reason="the command is a curl | grep shell line")
+@pytest.mark.parametrize("port", [9931, 8080])
+def test_the_slots_command_runs_on_either_default_port(kn, port: int) -> None:
+    # llama-server listens on 9931 by default on current builds, on 8080 on older ones: the
+    # command as printed reads total_slots from whichever answers (a stand-in /props here)
+    import http.server
+    import subprocess
+    import threading
+
+    body = b'{"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4, "model_path": "m.gguf"}'
+
+    class Props(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            self.send_response(200 if self.path == "/props" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body if self.path == "/props" else b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    try:
+        srv = http.server.HTTPServer(("127.0.0.1", port), Props)
+    except OSError as e:
+        pytest.skip(f"port {port} is taken on this machine: {e}")
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        cmd = kn.checks["llama_server_slots"].command
+        out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=20)
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert out.stdout.strip() == '"total_slots": 4', (out.stdout, out.stderr)

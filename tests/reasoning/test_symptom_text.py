@@ -49,6 +49,9 @@ def test_oom_sentence(kn) -> None:
     ("step 1200", [1200]), ("at step=1,200", [1200]), ("after 5k iterations", [5000]),
     ("第 300 步", [300]), ("第300个step", [300]), ("300 步后 loss 爆了", [300]),
     ("global_step: 42", [42]), ("step time 300 ms", []), ("每步 200 ms", []), ("8 GPUs", []),
+    # a warmup's length is no step the run reached trouble at
+    ("我先运行了1600步的warmup step", []), ("with 500 warmup steps", []), ("warmup_steps=2000", []),
+    ("预热 500 步", []), ("after 500 warm-up steps the loss is NaN at step 1800", [1800]),
 ])
 def test_step_numbers(text: str, steps: list[int]) -> None:
     assert mentions(text).steps == steps

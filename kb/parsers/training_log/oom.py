@@ -79,6 +79,10 @@ _OOM_BARE = re.compile(
     # allocate 1.531250GB memory on GPU 0, [N memory has been allocated and] available memory
     # is only 416.625000MB."
     r"|Out of memory error on GPU \d+\. Cannot allocate"
+    # a notebook's traceback header (IPython's ultratb: the exception's class name, padding,
+    # "Traceback (most recent call last)"): torch.cuda.OutOfMemoryError names a device OOM
+    # even when the paste stops before the message line
+    r"|(?:^|\s)(?:torch\.(?:cuda\.)?)?OutOfMemoryError {2,}Traceback \(most recent call last\)"
 )
 #: PaddlePaddle's sizes (string::HumanReadableSize: 1024-based B/KB/MB/GB/TB, six decimals)
 _PADDLE_SIZES = re.compile(

@@ -127,7 +127,8 @@ class LogScanner:
         if "oom" in fams and ("out of memory" in low or "alloc_failed" in low
                               or "allocation_failed" in low  # cuRAND's status
                               or "oom when allocating" in low or "bfc_allocator.cc" in low
-                              or "freememory:" in low):
+                              or "freememory:" in low
+                              or "outofmemoryerror " in low):  # a notebook's traceback header
             oom.oom(self, line)
         if "distributed" in fams:
             distributed.distributed(self, line, low)

@@ -33,6 +33,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "WARNING: ran out of memory",
         # PaddlePaddle's allocators: "Out of memory error on GPU 0. Cannot allocate ..."
         "Out of memory error on GPU",
+        # a notebook's traceback header: "OutOfMemoryError     Traceback (most recent call last)"
+        "OutOfMemoryError ",
     ),
     "distributed": ("NCCL", "Timed out waiting", "monitoredBarrier", "Watchdog", "Heartbeat"),
     "anomaly": ("Error detected in", "Backward"),  # Function 'MulBackward0' returned nan values
