@@ -101,6 +101,13 @@ def test_ram_is_host_memory(text: str, named: bool) -> None:
     # "not using the GPU" in Chinese, said of a model server and of training
     ("怀疑是推理没有使用gpu？", "inference.layers_on_cpu", True),
     ("训练好像没有使用 GPU", "gpu_util.no_gpu_in_use", True),
+    # the CPU said to be the only device at work, the GPU said to go unused (whisper apps,
+    # local chat apps whose CUDA runtime was missing)
+    ("Looks like Jan is using only CPU, and it is very slow", "gpu_util.no_gpu_in_use", True),
+    ("Both Tiny and Large-v3-turbo does not utilize GPU", "gpu_util.no_gpu_in_use", True),
+    # near-misses: a CPU share said, a GPU said to be used well
+    ("GPU util is fine, but preprocessing is using only one CPU core", "gpu_util.no_gpu_in_use", False),
+    ("it does utilize the GPU, but only at 40 %", "gpu_util.no_gpu_in_use", False),
     # near-misses: a black background, a GPU said to be in use
     ("the mask has a black background", "numerics.fp16_overflow", False),
     ("推理已经使用gpu了", "inference.layers_on_cpu", False),
