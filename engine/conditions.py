@@ -153,6 +153,14 @@ def words_void(branch: str, facts: dict[str, Any], kn: Knowledge,
     return bool(void) and all(evaluate_clause(c, facts, kn, overrides) is True for c in void)
 
 
+def for_setup(when: Iterable[Condition], when_known: bool, facts: dict[str, Any], kn: Knowledge,
+              overrides: dict[str, float] | None = None) -> bool:
+    """Whether the known ``facts`` allow the setup a check or a fix is written for: none of its
+    ``when`` conditions fails (and, with ``when_known``, all hold)."""
+    got = [evaluate(c, facts, kn, overrides) for c in when]
+    return False not in got and (not when_known or all(g is True for g in got))
+
+
 def base_path(path: str) -> str:
     """``gpu.utilization_samples.mean`` -> ``gpu.utilization_samples``."""
     head, _, tail = path.rpartition(".")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from . import rules
-from .conditions import base_path, evaluate, evaluate_clause, flatten, words_void
+from .conditions import base_path, evaluate, evaluate_clause, flatten, for_setup, words_void
 from .evaluate import FAILS, HOLDS, GraphState, evaluate_graph
 from .knowledge import SEVERITY_ORDER, AnyOf, Check, Clause, Condition, Knowledge
 from .steps import build_steps, clause_facts, graph_index
@@ -728,10 +728,7 @@ class Reasoner:
         return [s for _, s in suggestions]
 
     def _for_setup(self, chk: Check, known: dict[str, Any]) -> bool:
-        """Whether the known facts allow the setup ``chk`` is written for: none of its ``when``
-        conditions fails (and, with ``when_known``, all hold)."""
-        got = [evaluate(c, known, self.kn, self.overrides) for c in chk.when]
-        return False not in got and (not chk.when_known or all(g is True for g in got))
+        return for_setup(chk.when, chk.when_known, known, self.kn, self.overrides)
 
     def _order_key(self, health_first: int, asks_now: int, completes: int, likely: float,
                    separates: int, cost: int, health_rank: int, check_id: str,

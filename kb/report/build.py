@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kb.engine.conditions import base_path, evaluate, evaluate_clause, resolve_value
+from kb.engine.conditions import base_path, evaluate_clause, for_setup, resolve_value
 from kb.words import describe, fmt_value
 from kb.engine.diagnosis import CauseResult, ConditionResult, Diagnosis
 from typing import TYPE_CHECKING
@@ -96,12 +96,6 @@ class ReportBuilder:
         return all(evaluate_clause(cl, self._flat, self.kn, self.overrides) is True
                    for cl in fix.applied_if)
 
-    def for_setup(self, fix: Any) -> bool:
-        """The known facts allow the setup ``fix`` is written for: none of its ``when``
-        conditions fails (and, with ``when_known``, all hold)."""
-        got = [evaluate(c, self._flat, self.kn, self.overrides) for c in fix.when]
-        return False not in got and (not fix.when_known or all(g is True for g in got))
-
     def finding(self, r: CauseResult) -> Finding:
         c = self.kn.causes[r.cause_id]
         # one list, so a supporting fact that is also on the path shows once
@@ -109,7 +103,8 @@ class ReportBuilder:
         # a fix the facts show already in place is not proposed again (unless it is the only
         # one: then the finding still says what the fix is)
         # nor one written for another setup (vLLM's flag for a llama-server job)
-        fitting = [f for f in c.fixes if self.for_setup(f)] or list(c.fixes)
+        fitting = [f for f in c.fixes
+                   if for_setup(f.when, f.when_known, self._flat, self.kn, self.overrides)] or list(c.fixes)
         todo = [f for f in fitting if not self.applied(f)] or fitting
         fixes = [FixOut(text=f.text.get(self.lang), command=f.command,
                         references=[self.ref(x) for x in f.refs]) for f in todo]
