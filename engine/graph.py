@@ -172,7 +172,8 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
         for cond in iter_conditions(list(c.conditions) + list(c.supporting)
                                     + list(c.signature_context)
                                     + [cl for f in c.fixes for cl in f.applied_if]
-                                    + [w for f in c.fixes for w in f.when]) + [
+                                    + [w for f in c.fixes for w in f.when]
+                                    + [w for v in c.verify for w in v.when]) + [
                 v.expect for v in c.verify]:
             check_fact(place, cond.fact)
             check_value(place, cond.value)
@@ -180,9 +181,10 @@ def validate(kn: Knowledge, g: nx.MultiDiGraph | None = None) -> list[str]:
             if target not in kn.causes and not (target.startswith("branch:")
                                                 and target[7:] in kn.branches):
                 problems.append(f"{place} leads_to: unknown cause or branch '{target}'")
-        for i, f in enumerate(c.fixes):
-            if f.when_known and not f.when:
-                problems.append(f"{place} fix {i + 1}: when_known without when")
+        for what, items in (("fix", c.fixes), ("verify", c.verify)):
+            for i, f in enumerate(items):
+                if f.when_known and not f.when:
+                    problems.append(f"{place} {what} {i + 1}: when_known without when")
         for r in c.references + [r for f in c.fixes for r in f.refs]:
             if r not in kn.references:
                 problems.append(f"{place}: unknown reference '{r}'")

@@ -134,6 +134,9 @@ class Verification(_Model):
     text: Text
     command: str = Field(min_length=1)
     expect: Condition
+    #: the setup the command is written for, as a fix's (vLLM's /metrics is no llama-server's)
+    when: list[Condition] = Field(default_factory=list)
+    when_known: bool = False
 
 
 class Examples(_Model):

@@ -34,6 +34,13 @@ _LINK_LAYER = re.compile(r"^\s*(?:link_layer|Link layer):\s*(Ethernet|InfiniBand
 #: the request slots llama-server serves at once: its GET /props answers "total_slots" (its
 #: --parallel); Ollama's are its OLLAMA_NUM_PARALLEL (kb.readers.env)
 _TOTAL_SLOTS = re.compile(r'"total_slots"\s*:\s*(\d+)\b')
+#: llama-server's /completion response: of the prompt's "tokens_evaluated", "tokens_cached"
+#: came from the KV cache of an earlier request (tools/server/README.md); a response, or the
+#: two fields grepped out of it, gives the prefix cache's share of the latest prompt
+_TOKENS_CACHED = re.compile(r'"tokens_cached"\s*:\s*(\d+)\b')
+_TOKENS_EVALUATED = re.compile(r'"tokens_evaluated"\s*:\s*(\d+)\b')
+#: its "timings": the decode's milliseconds per generated token
+_PER_TOKEN_MS = re.compile(r'"predicted_per_token_ms"\s*:\s*(\d+(?:\.\d+)?)')
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
 _DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
@@ -72,6 +79,8 @@ class LineFacts:
         self._conflicts: set[str] = set()
         self._flags: list[str] = []
         self._link_layers: set[str] = set()
+        #: the latest llama-server response's prompt tokens: [cached, evaluated]
+        self._prompt_tokens: list[int | None] = [None, None]
 
     def _count(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -157,6 +166,19 @@ class LineFacts:
             set_fact(self.facts, "inference.engine", "llama.cpp")
             self._count("server properties")
             taken = True
+        if "tokens_" in line:
+            for k, rx in enumerate((_TOKENS_CACHED, _TOKENS_EVALUATED)):
+                m = rx.search(line)
+                if m:
+                    self._prompt_tokens[k] = int(m.group(1))
+                    taken = True
+        per_token = _PER_TOKEN_MS.search(line) if "predicted_per_token_ms" in line else None
+        if per_token and float(per_token.group(1)) > 0:
+            # one answer's decode: its time per output token (the latest answer's)
+            set_fact(self.facts, "inference.tpot_ms_p50", round(float(per_token.group(1)), 3), overwrite=True)
+            set_fact(self.facts, "inference.engine", "llama.cpp")
+            self._count("server responses")
+            taken = True
         uc = _USE_CACHE.search(line) if "use_cache" in line else None
         if uc:
             set_fact(self.facts, "inference.use_cache", uc.group(1).lower() == "true")
@@ -227,6 +249,12 @@ class LineFacts:
         if self._flags:
             self._flags_done()
         self.report.finish()
+        cached, evaluated = self._prompt_tokens
+        if cached is not None and evaluated:
+            # the latest response: a prompt sent twice is judged by its second answer
+            set_fact(self.facts, "inference.prefix_cache_hit_rate", round(min(cached / evaluated, 1.0), 4))
+            set_fact(self.facts, "inference.engine", "llama.cpp")
+            self._count("server responses")
         if len(self._link_layers) == 1:
             # every RDMA port listed runs one link layer (Ethernet: RoCE); a host with both
             # (IB for the job, Ethernet for storage) says nothing about which one NCCL uses

@@ -108,10 +108,12 @@ class ReportBuilder:
         todo = [f for f in fitting if not self.applied(f)] or fitting
         fixes = [FixOut(text=f.text.get(self.lang), command=f.command,
                         references=[self.ref(x) for x in f.refs]) for f in todo]
+        checks = [v for v in c.verify
+                  if for_setup(v.when, v.when_known, self._flat, self.kn, self.overrides)] or list(c.verify)
         verify = [VerifyOut(text=v.text.get(self.lang), command=v.command,
                             expect=self.expect_text(v.expect), fact=v.expect.fact, op=v.expect.op,
                             value=resolve_value(v.expect, self.kn, self.overrides))
-                  for v in c.verify]
+                  for v in checks]
         return Finding(cause_id=c.id, branch=c.branch, title=c.title.get(self.lang),
                        symptom=c.symptom.get(self.lang), why=c.why.get(self.lang),
                        confidence=r.confidence, severity=c.severity, evidence=ev, rules=r.rules,

@@ -48,6 +48,9 @@ def test_checks_follow_the_engine(kn, engine: str | None, shown: list[str], hidd
     # llama-server's GET /props
     ('{"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4, "chat_template": ""}',
      {"max_num_seqs": 4, "engine": "llama.cpp"}),
+    # llama-server's /completion answer (tools/server/README.md) and its fields grepped out
+    ('{"content": "Hi", "tokens_cached": 1150, "tokens_evaluated": 1200, "timings": {"prompt_n": 50, '
+     '"predicted_per_token_ms": 12.5}}', {"engine": "llama.cpp"}),
     # near-misses: 0 is Ollama's default, not a cap; the bare word is no setting
     ('msg="server config" env="map[OLLAMA_NUM_PARALLEL:0 OLLAMA_ORIGINS:[]]"', {}),
     ("how do I raise OLLAMA_NUM_PARALLEL for two users?", {}),
@@ -143,27 +146,9 @@ def test_a_fix_for_a_stated_setup_needs_its_setup(tmp_path: Path) -> None:
 def test_the_slots_command_runs_on_either_default_port(kn, port: int) -> None:
     # llama-server listens on 9931 by default on current builds, on 8080 on older ones: the
     # command as printed reads total_slots from whichever answers (a stand-in /props here)
-    import http.server
     import subprocess
-    import threading
 
-    body = b'{"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4, "model_path": "m.gguf"}'
-
-    class Props(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            self.send_response(200 if self.path == "/props" else 404)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body if self.path == "/props" else b"{}")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    try:
-        srv = http.server.HTTPServer(("127.0.0.1", port), Props)
-    except OSError as e:
-        pytest.skip(f"port {port} is taken on this machine: {e}")
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    srv = _serve(port, {"/props": b'{"default_generation_settings": {"n_ctx": 4096}, "total_slots": 4}'})
     try:
         cmd = kn.checks["llama_server_slots"].command
         out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=20)
@@ -171,3 +156,88 @@ def test_the_slots_command_runs_on_either_default_port(kn, port: int) -> None:
         srv.shutdown()
         srv.server_close()
     assert out.stdout.strip() == '"total_slots": 4', (out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    # the answer's prompt tokens: cached over evaluated; the latest answer counts (a prompt sent
+    # twice is judged by its second answer), whether whole or grepped into single lines
+    ('{"tokens_cached": 1150, "tokens_evaluated": 1200, "timings": {"predicted_per_token_ms": 12.5}}',
+     {"prefix_cache_hit_rate": 0.9583, "tpot_ms_p50": 12.5}),
+    ('"tokens_cached": 0\n"tokens_evaluated": 1200\n"tokens_cached": 1190\n"tokens_evaluated": 1200',
+     {"prefix_cache_hit_rate": 0.9917}),
+    # near-misses: nothing evaluated says nothing of a hit rate; a timing of 0 ms is no decode
+    ('"tokens_cached": 0\n"tokens_evaluated": 0', {}),
+    ('{"timings": {"predicted_n": 0, "predicted_per_token_ms": 0.0}}', {}),
+])
+def test_llama_server_answers(text: str, want: dict) -> None:
+    got = incident.parse(io.StringIO(text + "\n"), "paste").facts.get("inference", {})
+    assert {k: got[k] for k in ("prefix_cache_hit_rate", "tpot_ms_p50") if k in got} == want
+
+
+@pytest.mark.parametrize(("facts", "cause"), [(PREFIX, "inference.prefix_caching_disabled"),
+                                              (EAGER, "inference.cuda_graphs_disabled")])
+@pytest.mark.parametrize(("engine", "shown", "hidden"), [
+    ("llama.cpp", "/completion", "/metrics"),
+    ("vllm", "/metrics", "/completion"),
+    (None, "/metrics", "/completion"),
+])
+def test_verification_follows_the_engine(kn, facts: dict, cause: str, engine: str | None, shown: str,
+                                         hidden: str) -> None:
+    given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
+    found = {f.cause_id: f for f in kb.diagnose(given, knowledge=kn).findings}
+    commands = [v.command for v in found[cause].verify]
+    assert any(shown in c for c in commands) and not any(hidden in c for c in commands), commands
+
+
+def _serve(port: int, routes: dict[str, bytes]):
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = routes.get(self.path.split("?")[0])
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body or b"{}")
+
+        def do_GET(self) -> None:  # noqa: N802 (http.server's names)
+            self._answer()
+
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    try:
+        srv = http.server.HTTPServer(("127.0.0.1", port), Handler)
+    except OSError as e:
+        pytest.skip(f"port {port} is taken on this machine: {e}")
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+@pytest.mark.skipif(shutil.which("curl") is None or shutil.which("bash") is None,
+                    reason="the commands are curl | grep shell lines")
+@pytest.mark.parametrize("port", [9931, 8080])
+def test_llama_server_verifications_run_and_are_read(kn, port: int) -> None:
+    # each llama-server verification as printed, against a stand-in server on either default
+    # port; what it prints is read back into the fact its expectation tests
+    import subprocess
+
+    answer = (b'{"content": "x", "tokens_cached": 1190, "tokens_evaluated": 1200, '
+              b'"timings": {"predicted_n": 128, "predicted_per_token_ms": 9.5}}')
+    srv = _serve(port, {"/completion": answer})
+    try:
+        for cause, fact in (("inference.prefix_caching_disabled", "prefix_cache_hit_rate"),
+                            ("inference.cuda_graphs_disabled", "tpot_ms_p50")):
+            v = next(v for v in kn.causes[cause].verify if v.when_known)
+            out = subprocess.run(["bash", "-c", v.command], capture_output=True, text=True, timeout=30)
+            assert out.returncode == 0 and out.stdout.strip(), (v.command, out.stderr)
+            got = incident.parse(io.StringIO(out.stdout), "paste").facts.get("inference", {})
+            assert fact in got and v.expect.fact == f"inference.{fact}", (out.stdout, got)
+    finally:
+        srv.shutdown()
+        srv.server_close()
