@@ -126,6 +126,31 @@ def test_fixes_follow_the_engine(kn, facts: dict, cause: str, engine: str | None
     assert any(shown in c for c in commands) and not any(hidden in c for c in commands), commands
 
 
+# a cause each runner reaches by its own setting: one request at a time, layers left on the CPU
+SERIAL_CAP = {"symptom": "inference", "inference": {"max_num_seqs": 1, "num_running": 1, "num_waiting": 3,
+                                                    "kv_cache_usage": 0.2}}
+ON_CPU = {"symptom": "inference", "inference": {"gpu_model_share": 0.6, "tpot_ms_p50": 400}}
+
+
+@pytest.mark.parametrize(("facts", "cause"), [(SERIAL_CAP, "inference.max_num_seqs_limit"),
+                                              (ON_CPU, "inference.layers_on_cpu")])
+@pytest.mark.parametrize(("engine", "shown", "hidden"), [
+    ("ollama", ["ollama"], ["vllm serve", "llama-server"]),
+    ("llama.cpp", ["llama-server"], ["vllm serve", "ollama"]),
+    ("vllm", ["vllm serve"], ["ollama", "llama-server"]),
+    # the engine not stated: each runner's own command, as before
+    (None, ["vllm serve", "ollama", "llama-server"], []),
+])
+def test_each_runner_gets_its_own_fix(kn, facts: dict, cause: str, engine: str | None, shown: list[str],
+                                      hidden: list[str]) -> None:
+    given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
+    found = {f.cause_id: f for f in kb.diagnose(given, knowledge=kn).findings}
+    assert cause in found, list(found)
+    commands = [x.command for x in found[cause].fixes]
+    assert all(any(w in c for c in commands) for w in shown), commands
+    assert not any(w in c for w in hidden for c in commands), commands
+
+
 def test_a_fix_for_a_stated_setup_needs_its_setup(tmp_path: Path) -> None:
     g = tmp_path / "graphs"
     shutil.copytree(ROOT / "graphs", g)
