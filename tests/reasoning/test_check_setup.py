@@ -102,51 +102,39 @@ def test_an_ollama_named_in_words_gets_its_own_checks(kn) -> None:
     assert "ollama_server_config" in ids and "vllm_serve_args" not in ids
 
 
-# a confirmed cause whose fixes are written for several engines
+# confirmed causes whose fixes and verifications are written for several engines
 PREFIX = {"symptom": "inference", "inference": {"shared_prefix_fraction": 0.8, "enable_prefix_caching": False,
                                                 "ttft_ms_p50": 9000}}
 EAGER = {"symptom": "inference", "inference": {"tpot_ms_p50": 72, "num_running": 1, "enforce_eager": True}}
-
-
-@pytest.mark.parametrize(("facts", "cause"), [(PREFIX, "inference.prefix_caching_disabled"),
-                                              (EAGER, "inference.cuda_graphs_disabled")])
-@pytest.mark.parametrize(("engine", "shown", "hidden"), [
-    ("llama.cpp", "llama-server", "vllm serve"),
-    ("vllm", "vllm serve", "llama-server"),
-    # the engine not stated: vLLM's (the cause's assumption), not the runner's
-    (None, "vllm serve", "llama-server"),
-])
-def test_fixes_follow_the_engine(kn, facts: dict, cause: str, engine: str | None, shown: str,
-                                 hidden: str) -> None:
-    given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
-    rep = kb.diagnose(given, knowledge=kn)
-    found = {f.cause_id: f for f in rep.findings}
-    assert cause in found, [f.cause_id for f in rep.findings]
-    commands = [x.command for x in found[cause].fixes]
-    assert any(shown in c for c in commands) and not any(hidden in c for c in commands), commands
-
-
-# a cause each runner reaches by its own setting: one request at a time, layers left on the CPU
+# one request at a time, layers left on the CPU: each runner reaches them by its own setting
 SERIAL_CAP = {"symptom": "inference", "inference": {"max_num_seqs": 1, "num_running": 1, "num_waiting": 3,
                                                     "kv_cache_usage": 0.2}}
 ON_CPU = {"symptom": "inference", "inference": {"gpu_model_share": 0.6, "tpot_ms_p50": 400}}
+PREFIX_ID, EAGER_ID = "inference.prefix_caching_disabled", "inference.cuda_graphs_disabled"
+CAP_ID, CPU_ID = "inference.max_num_seqs_limit", "inference.layers_on_cpu"
 
 
-@pytest.mark.parametrize(("facts", "cause"), [(SERIAL_CAP, "inference.max_num_seqs_limit"),
-                                              (ON_CPU, "inference.layers_on_cpu")])
-@pytest.mark.parametrize(("engine", "shown", "hidden"), [
-    ("ollama", ["ollama"], ["vllm serve", "llama-server"]),
-    ("llama.cpp", ["llama-server"], ["vllm serve", "ollama"]),
-    ("vllm", ["vllm serve"], ["ollama", "llama-server"]),
-    # the engine not stated: each runner's own command, as before
-    (None, ["vllm serve", "ollama", "llama-server"], []),
+@pytest.mark.parametrize(("facts", "cause", "part", "engine", "shown", "hidden"), [
+    # the engine not stated: vLLM's (the cause's assumption), not the runner's
+    *[(f, c, "fixes", e, s, h) for f, c in ((PREFIX, PREFIX_ID), (EAGER, EAGER_ID))
+      for e, s, h in (("llama.cpp", ["llama-server"], ["vllm serve"]), ("vllm", ["vllm serve"], ["llama-server"]),
+                      (None, ["vllm serve"], ["llama-server"]))],
+    *[(f, c, "verify", e, s, h) for f, c in ((PREFIX, PREFIX_ID), (EAGER, EAGER_ID))
+      for e, s, h in (("llama.cpp", ["/completion"], ["/metrics"]), ("vllm", ["/metrics"], ["/completion"]),
+                      (None, ["/metrics"], ["/completion"]))],
+    # each runner's own command; the engine not stated: all of them, as before
+    *[(f, c, "fixes", e, s, h) for f, c in ((SERIAL_CAP, CAP_ID), (ON_CPU, CPU_ID))
+      for e, s, h in (("ollama", ["ollama"], ["vllm serve", "llama-server"]),
+                      ("llama.cpp", ["llama-server"], ["vllm serve", "ollama"]),
+                      ("vllm", ["vllm serve"], ["ollama", "llama-server"]),
+                      (None, ["vllm serve", "ollama", "llama-server"], []))],
 ])
-def test_each_runner_gets_its_own_fix(kn, facts: dict, cause: str, engine: str | None, shown: list[str],
-                                      hidden: list[str]) -> None:
+def test_fixes_and_verifications_follow_the_engine(kn, facts: dict, cause: str, part: str, engine: str | None,
+                                                   shown: list[str], hidden: list[str]) -> None:
     given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
     found = {f.cause_id: f for f in kb.diagnose(given, knowledge=kn).findings}
     assert cause in found, list(found)
-    commands = [x.command for x in found[cause].fixes]
+    commands = [x.command for x in getattr(found[cause], part)]
     assert all(any(w in c for c in commands) for w in shown), commands
     assert not any(w in c for w in hidden for c in commands), commands
 
@@ -197,21 +185,6 @@ def test_the_slots_command_runs_on_either_default_port(kn, port: int) -> None:
 def test_llama_server_answers(text: str, want: dict) -> None:
     got = incident.parse(io.StringIO(text + "\n"), "paste").facts.get("inference", {})
     assert {k: got[k] for k in ("prefix_cache_hit_rate", "tpot_ms_p50") if k in got} == want
-
-
-@pytest.mark.parametrize(("facts", "cause"), [(PREFIX, "inference.prefix_caching_disabled"),
-                                              (EAGER, "inference.cuda_graphs_disabled")])
-@pytest.mark.parametrize(("engine", "shown", "hidden"), [
-    ("llama.cpp", "/completion", "/metrics"),
-    ("vllm", "/metrics", "/completion"),
-    (None, "/metrics", "/completion"),
-])
-def test_verification_follows_the_engine(kn, facts: dict, cause: str, engine: str | None, shown: str,
-                                         hidden: str) -> None:
-    given = {**facts, "inference": {**facts["inference"], **({"engine": engine} if engine else {})}}
-    found = {f.cause_id: f for f in kb.diagnose(given, knowledge=kn).findings}
-    commands = [v.command for v in found[cause].verify]
-    assert any(shown in c for c in commands) and not any(hidden in c for c in commands), commands
 
 
 def _serve(port: int, routes: dict[str, bytes]):
