@@ -870,6 +870,15 @@ def _branches_meeting(flat: dict[str, Any], kn: Knowledge) -> tuple[set[str], li
 #: a model's hub id with its size ("OpenAssistant/pythia-12b-sft-v8", "Qwen/Qwen2.5-7B-Instruct"):
 #: what the model was trained with ("sft", "lora") is its name, not the user's job
 _MODEL_ID = re.compile(r"(?<![\w/.-])[\w.-]+/[\w.-]*?\d+(?:\.\d+)?[bBmM](?![A-Za-z])[\w.-]*")
+#: a model's training told as its past ("the trained model", "I trained my data", "when the
+#: train process finished", "训练好的模型"): where the model came from, not the job that is slow
+_TRAINED_BEFORE = re.compile(
+    r"\b(?:(?:i|we|i've|we've|i have|we have|i had|we had)\s+(?:already\s+|successfully\s+)?trained"
+    r"|trained\s+(?:(?:my|our|the|a|an)\s+)?(?:own\s+|custom\s+)?(?:model|models|weights|checkpoint|checkpoints|network|detector|data|dataset)"
+    r"|model\s+(?:that\s+)?(?:i|we)\s+(?:have\s+)?trained"
+    r"|(?:finished|completed)\s+(?:the\s+|my\s+)?train(?:ing)?(?:\s+process)?"
+    r"|(?:when|after)\s+(?:the\s+|my\s+)?train(?:ing)?\s+(?:process\s+)?(?:is\s+|was\s+)?(?:finished|done|completed))\b"
+    r"|训练好的|训练完", re.I)
 
 
 def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge,
@@ -887,7 +896,7 @@ def _yielded(branches: dict[str, list[str]], text: str, kn: Knowledge,
             if not (named or setup):
                 continue
             if job is None:
-                job = _norm_text(_MODEL_ID.sub(" ", text))
+                job = _norm_text(_TRAINED_BEFORE.sub(" ", _MODEL_ID.sub(" ", text)))
             if not _spans(job, y.unless_words):
                 break
         else:

@@ -659,6 +659,20 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("transcribing a 27 minute audio with whisper takes 62 minutes and the GPU is mostly idle",
      "inference", None),
     ("generating images in ComfyUI is extremely slow, GPU utilization is 5%", "inference", None),
+    # the model's training told as its past: where the model came from, not the slow job
+    ("I trained a detector on my data, and now it predicts really slowly on the GPU", "inference", None),
+    ("after the training process finished, predicting 100 rows with the trained model is very slow",
+     "inference", None),
+    ("用训练好的模型预测一张图片要 10 秒，太慢了", "inference", None),
+    # the runtimes that only run a trained model
+    ("the first session.run call is much slower than the next ones", "inference", None),
+    ("with onnxruntime the model is slower than in pytorch", "inference", None),
+    # a tokenizer is as much a generation's as a training's
+    ("model.generate with tokenizer.eos_token_id takes 3 minutes per answer", "inference", None),
+    # near-misses: the training itself is what is slow, or still running
+    ("the model trains slowly and predicts the validation set slowly too, loss.backward takes 2s",
+     "gpu_util", None),
+    ("训练时预测验证集很慢，训练速度也慢", "gpu_util", None),
     # near-misses: the same model being trained, and JAX tracing a slow loop
     ("training whisper is slow and the GPU utilization is low", "gpu_util", None),
     ("the inference with JAX is very slow and the GPU util is 0% most of the time", "compile", None),
