@@ -183,7 +183,9 @@ def _branch(kn: Knowledge, w: Wording, bid: str, cited: set[str]) -> list[str]:
         out.append("|---|---|---|---|---|")
         for cid in causes:
             c = kn.causes[cid]
-            fixes = "<br>".join(code(f.command, table=True) for f in c.fixes)
+            # a blank line between fixes where one has several lines: where each one ends
+            sep = "<br><br>" if any("\n" in f.command.strip() for f in c.fixes) else "<br>"
+            fixes = sep.join(code(f.command, table=True) for f in c.fixes)
             verify = "<br>".join(f"{code(v.command, table=True)} → {cell(w.condition(v.expect))}"
                                  for v in c.verify)
             ids: list[str] = []

@@ -49,8 +49,18 @@ def cell(text: Any) -> str:
 
 def code(text: str, *, table: bool = False) -> str:
     """An inline code span. In a table cell the pipe must still be escaped (GFM splits the row
-    before it reads code spans); backslashes stay as they are (code spans are literal)."""
-    text = " ".join(str(text).split())
+    before it reads code spans); backslashes stay as they are (code spans are literal). A
+    command of several lines is one span per line, joined by ``<br>``: lines joined by spaces
+    would not run as printed (``with ...: x = ...`` on one line is another program)."""
+    lines = [ln.rstrip() for ln in str(text).splitlines() if ln.strip()]
+    if len(lines) > 1:
+        # a line's indentation is Python's block structure: kept, inner runs of spaces folded
+        return "<br>".join(_span(ln[:len(ln) - len(ln.lstrip())] + " ".join(ln.split()), table)
+                           for ln in lines)
+    return _span(" ".join(str(text).split()), table)
+
+
+def _span(text: str, table: bool) -> str:
     if table:
         text = text.replace("|", "\\|")
     fence = "``" if "`" in text else "`"

@@ -106,14 +106,22 @@ def looks_like_command(text: str) -> bool:
     return " " in text or "=" in text or "(" in text
 
 
+def printed_lines(command: str) -> list[str]:
+    """A command as the exports print it: one span per non-blank line, its indentation kept
+    and inner runs of spaces folded."""
+    return [ln[:len(ln) - len(ln.lstrip())] + " ".join(ln.split())
+            for ln in command.splitlines() if ln.strip()]
+
+
 def known_commands(kn) -> set[str]:
     out: set[str] = set()
+    commands = [c.command for c in kn.checks.values()]
+    commands += [f.command for c in kn.causes.values() for f in c.fixes]
+    commands += [v.command for c in kn.causes.values() for v in c.verify]
+    for command in commands:
+        out.update(printed_lines(command))
     for c in kn.checks.values():
-        out.add(" ".join(c.command.split()))
         out.update(f"{k}={v}" for k, v in c.env.items())
-    for c in kn.causes.values():
-        out.update(" ".join(f.command.split()) for f in c.fixes)
-        out.update(" ".join(v.command.split()) for v in c.verify)
     return out
 
 
@@ -189,6 +197,26 @@ def test_agents_md_shows_thresholds_and_their_commands(kn, docs):
                 chk = kn.checks[n.check]
                 command = " ".join(chk.command.split())
                 assert n.label.en in md and (command in md or chk.title.en in md)
+
+
+def test_agents_md_commands_keep_their_lines(kn, docs):
+    """A fix of several lines reads back, line for line, from its table cell: joined by spaces
+    it would not run as printed ("with torch.no_grad(): pred = ..." is one line, not a block)."""
+    cells = {}
+    for line in docs["en"].splitlines():
+        m = re.match(r"\| .* \| \*\*.*\*\* \(`([a-z_]+\.[a-z0-9_]+)`\) \| (.*?) \| (.*) \| .* \|$", line)
+        if m:
+            cells[m.group(1)] = m.group(2)
+    multi = [(cid, f.command) for cid, c in kn.causes.items() for f in c.fixes
+             if len(printed_lines(f.command)) > 1]
+    assert multi, "no fix of several lines to check"
+    for cid, command in multi:
+        spans = [t.content for t in inline_tokens(cells[cid].replace("\\|", "|"), "code_inline")]
+        lines = printed_lines(command)
+        assert any(spans[i:i + len(lines)] == lines for i in range(len(spans))), (cid, spans, lines)
+        if cid == "oom.eval_larger_than_train":  # a Python block: its body stays indented
+            assert "    pred = sliding_window_inference(image, roi_size=(96, 96, 96), sw_batch_size=1, " \
+                   "predictor=model)" in spans
 
 
 def test_agents_md_text_in_one_language(docs, kn):

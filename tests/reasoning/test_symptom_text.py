@@ -664,6 +664,16 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     ("after the training process finished, predicting 100 rows with the trained model is very slow",
      "inference", None),
     ("用训练好的模型预测一张图片要 10 秒，太慢了", "inference", None),
+    # the resume is what runs out of memory: the checkpoint's copy on the GPU
+    ("I can train from scratch, but I am unable to resume from the last checkpoint: CUDA out of memory",
+     "oom", "oom.resume_state_on_gpu"),
+    ("单卡断点续训显存不足，从头训练没问题", "oom", "oom.resume_state_on_gpu"),
+    # near-misses: a resume whose loss jumps is the optimizer or scheduler state left behind,
+    # and several ranks that all load onto GPU 0 on resume
+    ("after resuming from the checkpoint the loss jumps back up", "numerics",
+     "numerics.resume_state_mismatch"),
+    ("on 4 GPUs, resuming puts all ranks' checkpoints on cuda:0 and GPU 0 runs out of memory", "oom",
+     "oom.ranks_share_gpu0"),
     # the runtimes that only run a trained model
     ("the first session.run call is much slower than the next ones", "inference", None),
     ("with onnxruntime the model is slower than in pytorch", "inference", None),
