@@ -1,0 +1,1 @@
+       ./demo_nndeploy_detect --name NNDEPLOY_YOLOV5 --inference_type kInferenceTypeTensorRt --device_type kDeviceTypeCodeCuda:0 --model_type kModelTypeOnnx --is_path --model_value ./yolov5s.onnx --codec_flag kCodecFlagImage --parallel_type kParallelTypeSequential --input_path ./test_data_detect_sample.jpg --output_path ./sample_output.jpg

@@ -1,0 +1,40 @@
+ray job submit --address="http://127.0.0.1:8265" \
+   --runtime-env-json='{"working_dir": "/data0/"}' \
+   -- python3 -m openrlhf.cli.train_ppo_ray \
+   --ref_num_nodes 1 \
+   --ref_num_gpus_per_node 4 \
+   --remote_rm_url ./examples/scripts/reward_func.py \
+   --actor_num_nodes 1 \
+   --actor_num_gpus_per_node 4 \
+   --vllm_num_engines 4 \
+   --vllm_tensor_parallel_size 1 \
+   --colocate_all_models \
+   --vllm_enable_sleep \
+   --vllm_gpu_memory_utilization 0.6 \
+   --vllm_sync_backend gloo \
+   --enable_prefix_caching \
+   --pretrain $PRETRAIN_MODEL \
+   --save_path $SAVE_PATH/$MODEL_CPK_NAME \
+   --micro_train_batch_size 2 \
+   --train_batch_size 8 \
+   --micro_rollout_batch_size 2 \
+   --rollout_batch_size 8 \
+   --temperature 0.9 \
+   --n_samples_per_prompt 8 \
+   --max_epochs 1 \
+   --num_episodes 16 \
+   --prompt_max_len 8000 \
+   --max_samples 100000 \
+   --generate_max_len 3000 \
+   --advantage_estimator rloo \
+   --zero_stage 3 \
+   --bf16 \
+   --actor_learning_rate 1e-6 \
+   --init_kl_coef 0.001 \
+   --prompt_data $DATASET \
+   --input_key message \
+   --label_key answer \
+   --normalize_reward \
+   --flash_attn \
+   --gradient_checkpointing \
+   --save_steps 10000 \
