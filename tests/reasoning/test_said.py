@@ -150,3 +150,19 @@ def test_a_split_server_no_faster_than_one_gpu_stays_with_serving() -> None:
     rep = kb.diagnose(symptom="vLLM serving with tensor parallel 2 is slower than a single gpu for my 7B model")
     assert rep.hypotheses[0].branch == "inference"
     assert "gpu_util.dataparallel_single_process" not in [h.cause_id for h in rep.hypotheses]
+
+
+@pytest.mark.parametrize(("text", "random"), [
+    # the SOP's T9: an OOM at a different step in every run is first an input longer than the
+    # rest (shuffled data moves it), then fragmentation
+    ("CUDA out of memory at random steps, never at the same step", True),
+    ("训练中随机 step 显存溢出", True),
+    # near-misses: the same step every run, and a random crop in the data pipeline
+    ("CUDA out of memory at step 1200 in every run", False),
+    ("with RandomResizedCrop the training runs out of memory at step 3", False),
+])
+def test_an_oom_at_random_steps_answers_the_repeat_question(text: str, random: bool) -> None:
+    assert ("oom.repeat=different" in answers_said(text, KN)) is random
+    if random:
+        top2 = {h.cause_id for h in kb.diagnose(symptom=text).hypotheses[:2]}
+        assert "oom.long_input_at_step" in top2, top2
