@@ -23,12 +23,40 @@ _NODES_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)
                        r"(?P<m>[单双])机")
 
 
-def _largest(text: str, patterns: tuple[re.Pattern[str], ...]) -> int | None:
+#: what a job is measured against, just before it ("8x slower than on a single node", "vs.
+#: vLLM", "compared to TGI", "比单机慢"): the yardstick's size or engine, not the job's
+_AGAINST = re.compile(r"(?:\b(?P<than>than)\s+(?:on\s+|with\s+|using\s+|in\s+)?|\bvs\.?\s*|\bversus\s+|"
+                      r"\bcompared\s+(?:to|with)\s+|\bunlike\s+|\brelative\s+to\s+|(?P<bi>比|相比|对比|相较于?))"
+                      r"\s*(?:a\s+|the\s+|an\s+)?$", re.I)
+#: the job said to do better than what follows "than" ("faster than two nodes"): what follows is
+#: the troubled side, not the yardstick
+_BETTER = re.compile(r"(?i)(?<![a-z])(?:faster|quicker|better|higher\s+throughput|less\s+time)(?![a-z])[^.!?\n]{0,60}$")
+_WORSE_ZH = re.compile(r"^[^。.;；!?！？\n]{0,12}?(?:慢|差|低|久|长)")
+
+
+def yardstick(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is what the job is measured against ("slower than vLLM", "vs
+    a single node", "比单机慢") rather than the job itself ("faster than two nodes" puts the two
+    nodes on the troubled side)."""
+    m = _AGAINST.search(text[max(0, start - 32):start])
+    if m is None:
+        return False
+    if m.group("than"):
+        return not _BETTER.search(text[max(0, start - 32 - 80):max(0, start - 32) + m.start()])
+    if m.group("bi"):
+        return bool(_WORSE_ZH.search(text[end:end + 16]))
+    return True
+
+
+def _largest(text: str, patterns: tuple[re.Pattern[str], ...], skip_yardstick: bool = False) -> int | None:
     """The largest count the patterns find (group ``n``, or ``m`` for a Chinese one-letter
-    count), or None."""
+    count), or None; a count said as the yardstick of a comparison is skipped when
+    ``skip_yardstick``."""
     seen: list[int] = []
     for rx in patterns:
         for m in rx.finditer(text):
+            if skip_yardstick and yardstick(text, m.start(), m.end()):
+                continue
             raw = (m.group("n") or m.groupdict().get("m") or "").lower()
             n = int(raw) if raw.isdigit() else _COUNT_WORDS.get(raw, _ZH_COUNT.get(raw, 0))
             if 1 <= n <= 4096:
@@ -40,7 +68,7 @@ def nodes(text: str) -> int | None:
     """The number of nodes the text says the job runs on, or None. One node said beside several
     without a number ("any multi-node job dies at bootstrap; single-node is unaffected") is no
     count: the trouble is on the several (``_MULTI_NODE``, below)."""
-    n = _largest(text, (_NODES, _NODES_ZH))
+    n = _largest(text, (_NODES, _NODES_ZH), skip_yardstick=True)
     if n == 1 and _MULTI_NODE.search(text):
         return None
     return n

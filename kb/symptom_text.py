@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from kb.engine.knowledge import Knowledge
@@ -690,6 +690,27 @@ def _vocab_hits(text: str, vocab: dict[str, tuple[str, ...]], words: list[str]) 
     return found
 
 
+def _compared_only(text: str, spellings: tuple[str, ...], others: Iterable[str] = ()) -> bool:
+    """Whether every place ``text`` names one of ``spellings`` is the yardstick of a comparison
+    ("slower than vLLM", "throughput vs vLLM", "比 vllm 慢"). "A vs B" of two names of
+    ``others`` compares them both: neither is the yardstick."""
+    from kb.prose_sizes import yardstick
+
+    low = text.lower()
+    places = [m.span() for sp in spellings
+              for m in re.finditer(r"(?<![a-z0-9])" + re.escape(sp) + r"(?![a-z0-9])", low)]
+    if not places:
+        return False
+    for i, j in places:
+        if not yardstick(low, i, j):
+            return False
+        vs = re.search(r"(?:\bvs\.?|\bversus)\s*$", low[max(0, i - 12):i])
+        if vs and any(re.search(r"(?<![a-z0-9])" + re.escape(o) + r"(?![a-z0-9])\W{0,3}$",
+                                low[max(0, i - 40):max(0, i - 12) + vs.start()]) for o in others):
+            return False
+    return True
+
+
 #: a warmup's length beside a step count ("1600步的warmup step", "warmup_steps=500", "500 warm-up
 #: steps", "预热 500 步")
 _WARMUP = re.compile(r"(?i)warm[-_ ]?up|预热")
@@ -713,7 +734,9 @@ def mentions(text: str) -> Mentions:
                 out.steps.append(n)
             out.words.append(m.group(0).strip())
     out.dtypes = _vocab_hits(text, _DTYPES, out.words)
-    out.engines = _vocab_hits(text, _ENGINES, out.words)
+    out.engines = [e for e in _vocab_hits(text, _ENGINES, out.words)
+                   if not _compared_only(text, _ENGINES[e],
+                                         [sp for o, sps in _ENGINES.items() if o != e for sp in sps])]
     out.frameworks = _vocab_hits(text, _FRAMEWORKS, out.words)
     from kb.gpu_models import named_in
 

@@ -32,6 +32,10 @@ from kb.weights import complete
     ("training on 2 GPU nodes", 2),
     ("node 3 is slow", None),
     ("the nodes are connected by InfiniBand", None),
+    # the yardstick of a comparison is not the job's size
+    ("training is 8 times slower than on single node with 8 gpu", None),
+    ("两台机器比单机慢", 2),
+    ("it is slower than the single machine run", None),
 ])
 def test_nodes(text: str, n: int | None) -> None:
     assert nodes(text) == n

@@ -277,3 +277,24 @@ def test_an_open_if_false_group_leaves_the_step_open() -> None:
         "reserved_unallocated_fraction": 0.29}})
     assert "oom.allocator_reserved_unallocated" in [h.cause_id for h in rep.hypotheses]
     assert not rep.findings
+
+
+def test_a_required_sign_whose_absence_says_nothing_is_an_any_of_one() -> None:
+    # fp16 overflow needs the seed's late first NaN to be confirmed, but a NaN at step 60 (or
+    # at once, a model whose activations exceed fp16's range) does not rule it out
+    from pydantic import ValidationError
+
+    from kb.engine.knowledge import AnyOf, Condition
+
+    one = [Condition(fact="numerics.first_nonfinite_step", op=">=", value=100)]
+    with pytest.raises(ValidationError, match="any' of one condition"):
+        AnyOf(any=one)
+    AnyOf(any=one, open_if_false=True)
+    nan = float("nan")
+    early = kb.diagnose({"symptom": "numerics", "numerics": {
+        "dtype": "fp16", "loss": [2.31, 2.05, 1.87, nan], "first_nonfinite_step": 60, "nan_source": "loss"}})
+    assert "numerics.fp16_overflow" in [h.cause_id for h in early.hypotheses]
+    assert "numerics.fp16_overflow" not in [f.cause_id for f in early.findings]
+    late = kb.diagnose({"symptom": "numerics", "numerics": {
+        "dtype": "fp16", "loss": [2.31, 2.05, 1.87, nan], "first_nonfinite_step": 340, "nan_source": "loss"}})
+    assert "numerics.fp16_overflow" in [f.cause_id for f in late.findings]

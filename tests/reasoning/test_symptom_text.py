@@ -118,6 +118,10 @@ def test_dtypes(text: str, dtype: str | None) -> None:
 @pytest.mark.parametrize("text,engine", [
     ("vLLM TTFT is slow", "vllm"), ("SGLang server", "sglang"), ("TensorRT-LLM engine", "tensorrt-llm"),
     ("trt-llm build", "tensorrt-llm"), ("vllm vs sglang", None),
+    # an engine named as the yardstick is not the job's ("vs vLLM", "slower than vLLM", "比 vllm")
+    ("our server collapses at high concurrency vs vLLM", None),
+    ("SGLang decodes 2x slower than vLLM", "sglang"), ("lmdeploy 比 vllm 慢很多", "lmdeploy"),
+    ("compared to TGI, the vllm server is slow", "vllm"),
     # the local runners, as people name them
     ("ollama answers one request at a time", "ollama"), ("llama-server reprocesses the prompt", "llama.cpp"),
     ("llama.cpp with -ngl 99", "llama.cpp"), ("ollama or vllm for two users?", None),
