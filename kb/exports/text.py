@@ -167,8 +167,10 @@ class Wording:
         return describe(cond, self.kn, self.lang, self.units)
 
     def clause(self, clause: Clause) -> str:
-        if isinstance(clause, AnyOf):
+        if isinstance(clause, AnyOf) and len(clause.any) > 1:
             return "(" + self.t("or").join(self.condition(c) for c in clause.any) + ")"
+        if isinstance(clause, AnyOf):  # one condition, open when false: worded as itself
+            return self.condition(clause.any[0])
         return self.condition(clause)
 
     def clauses(self, clauses: Iterable[Clause]) -> str:
