@@ -392,6 +392,8 @@ class Reasoner:
                 holds = evaluate(c, known, self.kn, self.overrides)
                 if isinstance(cl, AnyOf) and holds is not True and group is True:
                     continue  # an alternative that did not matter
+                if isinstance(cl, AnyOf) and cl.open_if_false and group is None and holds is False:
+                    holds = None  # a clause whose failing says nothing: open, not failed
                 out.append(ConditionResult(fact=c.fact, op=c.op, value=c.value,
                                            actual=known.get(c.fact), holds=holds, condition=c,
                                            group=gid))

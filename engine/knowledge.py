@@ -276,6 +276,10 @@ class Said(_Model):
     #: words that say the text means another answer after all ("hangs at initialization" is
     #: no hang inside a collective of the running job)
     unless: WordList = Field(default_factory=WordList)
+    #: words of which one must occur too, where the question presumes a kind of job ("where did
+    #: it fail: in evaluation" asks about a training run's phases; a job that only predicts has
+    #: no other phase to fail in)
+    only_with: WordList = Field(default_factory=WordList)
 
 
 class Yield(_Model):

@@ -203,6 +203,11 @@ _SLOWING_TRAINING = re.compile(r"(?i)\bslow(?:s|ed|ing)?\s+down\s+(?:my|our|the|
                                r"(?:\w+\s+)?(?:training|train)\b")
 #: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
 #: host's "ram"
+#: the host's CPU or RAM said to take what the card's memory cannot hold ("dGPU with CPU overflow",
+#: "it overflows into system RAM"): a spill of memory, not a numeric overflow
+_SPILL = re.compile(r"(?i)\b(?:cpu|system\s+ram|system\s+memory|shared\s+memory|host\s+memory|ram)\s+overflow\b"
+                    r"|\boverflow(?:s|ed|ing)?\s+(?:in)?to\s+(?:the\s+)?(?:cpu|system\s+ram|system\s+memory"
+                    r"|shared\s+(?:gpu\s+)?memory|host\s+memory|ram)\b")
 _GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b")
 #: the card's memory said to run out (after _norm_text: "GPU RAM" reads "vram"), and the
 #: host's ("RAM" alone, a killed process, 内存 not of the GPU): which memory ran out
@@ -318,6 +323,8 @@ def _norm_text(text: str) -> str:
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
+    if "verflow" in text:
+        text = _SPILL.sub(" spills into system ram ", text)
     text = _memory_taken(text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
@@ -582,7 +589,8 @@ def named(text: str, kn: Knowledge, remedies: bool = True
     low = _norm_text(text)
     causes = {c.id: f for c in kn.causes.values() if (f := _spans(low, c.words, remedies))}
     said = {f"{w.node}={w.answer}": f for b in kn.branches.values() for w in b.said
-            if (f := _spans(low, w.words)) and not _spans(low, w.unless)}
+            if (f := _spans(low, w.words)) and not _spans(low, w.unless)
+            and (not (w.only_with.en or w.only_with.zh) or _spans(low, w.only_with))}
     # a cause id ("oom.fragmentation") and an answer ("oom.where=eval") never collide
     kept = {k: [w for w, _, _ in v] for k, v in _longest({**causes, **said}).items()}
     return ({k: v for k, v in kept.items() if k in causes},
@@ -623,6 +631,10 @@ _DTYPES: dict[str, tuple[str, ...]] = {
     # made it faster"), not the dtype the job runs in
     "fp8": ("fp8", "float8", "e4m3", "e5m2"),
 }
+#: FP8 as the last part of a checkpoint's name ("GLM-4-32B-0414-FP8", "Llama-3.1-8B-Instruct-FP8-
+#: Dynamic"): the format its weights are stored in, not the dtype the job computes in (an FP8
+#: checkpoint runs its other layers, and its activations outside the FP8 GEMMs, in bf16 or fp16)
+_CHECKPOINT_FP8 = re.compile(r"(?i)(?<=[a-z0-9])-(?:fp8|float8)(?![a-z0-9])")
 #: serving engines -> the InferenceFacts.engine value
 _ENGINES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm",),
@@ -733,7 +745,8 @@ def mentions(text: str) -> Mentions:
             if n not in out.steps:
                 out.steps.append(n)
             out.words.append(m.group(0).strip())
-    out.dtypes = _vocab_hits(text, _DTYPES, out.words)
+    out.dtypes = _vocab_hits(_CHECKPOINT_FP8.sub(lambda m: " " * len(m.group(0)), text),
+                             _DTYPES, out.words)
     out.engines = [e for e in _vocab_hits(text, _ENGINES, out.words)
                    if not _compared_only(text, _ENGINES[e],
                                          [sp for o, sps in _ENGINES.items() if o != e for sp in sps])]

@@ -20,7 +20,8 @@ CASES = [
     ('loss_apex_overflow_2.log', 'training_log', {'numerics': {'loss_scale': [2.0, 1.0, 0.5], 'skipped_steps': 3, 'consecutive_skipped_steps': 3}}),
     ('loss_deepspeed_overflow.log', 'training_log', {'numerics': {'loss_scale': [32768.0, 16384.0, 8192.0], 'skipped_steps': 4, 'consecutive_skipped_steps': 4}}),
     ('loss_deepspeed_tqdm.log', 'training_log', {'numerics': {'loss_scale': [32.0], 'skipped_steps': 1, 'consecutive_skipped_steps': 1}}),
-    ('loss_fairseq_overflow.log', 'training_log', {'numerics': {'loss': [9.44], 'grad_norm': [156.036], 'loss_scale': [0.0, 0.00048828125, 0.000244140625], 'skipped_steps': 2, 'consecutive_skipped_steps': 2}}),
+    # fairseq's train_inner line prints the learning rate beside the loss ("lr=0.000175")
+    ('loss_fairseq_overflow.log', 'training_log', {'numerics': {'loss': [9.44], 'grad_norm': [156.036], 'learning_rate': [0.000175], 'loss_scale': [0.0, 0.00048828125, 0.000244140625], 'skipped_steps': 2, 'consecutive_skipped_steps': 2}}),
     ('loss_hf_dict_nan.log', 'training_log', {'numerics': {'loss': [0.2051, 0.0, 0.0], 'grad_norm': [NAN, NAN, NAN], 'learning_rate': [9.774074342405685e-06, 9.773696745450087e-06, 9.773318840518906e-06], 'nonfinite_count': 3, 'nan_source': 'grad'}}),
     ('loss_megatron_bad_gradnorm.log', 'training_log', {'numerics': {'grad_norm': [0.794, NAN], 'learning_rate': [6.245e-06, 6.245e-06], 'loss_scale': [1.0, 1.0], 'skipped_steps': 1, 'consecutive_skipped_steps': 1, 'nonfinite_count': 1, 'nan_source': 'grad'}, 'training': {'step_time_ms': [6956.6, 8295.0]}}),
     ('loss_megatron_nan.log', 'training_log', {'numerics': {'grad_norm': [NAN, NAN], 'learning_rate': [0.0002999, 0.0002999], 'loss_scale': [1.0, 1.0], 'nonfinite_count': 2, 'nan_source': 'grad'}, 'training': {'step_time_ms': [4247.9, 4225.8], 'seq_len': 2048}}),
@@ -535,6 +536,27 @@ def test_a_detectors_total_loss_is_its_loss(text: str, losses: int) -> None:
     assert len(a["numerics"]["loss"]) == losses
     if losses == 2:
         assert a["numerics"]["first_nonfinite_step"] == 679
+
+
+@pytest.mark.parametrize(("text", "lrs"), [
+    # the learning rate printed on a loss line: MMEngine/mmcv's logger, detectron2's
+    # CommonMetricPrinter, YOLOX's trainer, fairseq's train_inner, a plain print
+    ("2023-05-01 10:00:00,000 - mmdet - INFO - Epoch [1][50/7330]\tlr: 1.000e-02, eta: 1 day, "
+     "time: 0.512, data_time: 0.051, memory: 3850, loss_cls: 0.71, loss_bbox: 0.52, loss: 1.23\n", [0.01]),
+    ("[11/01 19:18:23 d2.utils.events]: eta: 4:58:26  iter: 659  total_loss: 1.619  loss_cls: 1.110  "
+     "time: 0.1999  lr: 0.006593  max_mem: 2996M\n", [0.006593]),
+    ("=> STEP  748   lr: 0.000598   giou_loss: 2.10   conf_loss: 6.18   total_loss: 8.31\n"
+     "=> STEP  749   lr: 0.000599   giou_loss: 2.54   conf_loss: 6.51   total_loss: 9.07\n", [0.000598, 0.000599]),
+    ("[2026-12-01 03:01:01] rank1 step 5 loss 2.5 lr 3.0e-4 grad_norm 0.6\n", [3e-4]),
+    # near-misses: a learning rate on no loss line, a base rate's key, a launch command's flag
+    ("lr: 0.01\n", []),
+    ("base_lr: 0.01, loss: 2.0\n", []),
+    ("python train.py --lr 3e-4 --loss ce\n", []),
+])
+def test_a_loss_lines_learning_rate_is_read(text: str, lrs: list[float]) -> None:
+    a, b = _both(text)
+    assert same(a, b)
+    assert a.get("numerics", {}).get("learning_rate", []) == lrs
 
 
 @pytest.mark.parametrize(("text", "nonfinite"), [

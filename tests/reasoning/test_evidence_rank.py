@@ -191,3 +191,22 @@ def test_a_branch_a_measured_fact_enters_leads_a_branch_only_words_name() -> Non
     # near-miss: the same words without the message stay about serving
     rep = kb.diagnose(symptom="tensorrt-llm v0.7.1 with the triton backend, mistral-7b")
     assert rep.branches[0] == "inference"
+
+
+@pytest.mark.parametrize(("lr", "first"), [
+    # the loss blew up while the learning rate was still warming up: the peak is too high
+    ([0.000598, 0.000599, 0.000600], "numerics.lr_too_high"),
+    # near-misses: a flat or decaying schedule says nothing either way (no evidence against a
+    # rate too high, and the late NaN still points at fp16 first)
+    ([0.0006, 0.0006, 0.0006], "numerics.fp16_overflow"),
+    ([0.0007, 0.0006, 0.0005], "numerics.fp16_overflow"),
+])
+def test_a_blow_up_on_the_warm_up_ramp_points_at_the_learning_rate(lr: list[float], first: str) -> None:
+    nan = float("nan")
+    rep = kb.diagnose({"symptom": "numerics",
+                       "numerics": {"loss": [8.31, 9.07, nan, nan], "first_nonfinite_step": 750,
+                                    "learning_rate": lr}})
+    assert rep.hypotheses[0].cause_id == first
+    assert not rep.findings
+    lr_too_high = next(h for h in rep.hypotheses if h.cause_id == "numerics.lr_too_high")
+    assert lr_too_high.evidence >= 0.25  # never counted against

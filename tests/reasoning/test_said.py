@@ -24,7 +24,9 @@ def test_every_branch_has_answers_its_users_give() -> None:
 def test_each_answer_is_heard_ranks_and_never_confirms(branch: str, said) -> None:
     key = f"{said.node}={said.answer}"
     word = (said.words.en or said.words.zh)[0]
-    assert key in answers_said(f"the job: {word}", KN)
+    # an answer whose question presumes a kind of job is heard with that job named
+    job = (said.only_with.en or said.only_with.zh or [""])[0]
+    assert key in answers_said(f"the job: {word} {job}", KN)
     base = kb.diagnose({"symptom": branch})
     told = kb.diagnose({"symptom": branch, "said": [key]})
     assert told.findings == [] and base.findings == []  # words alone confirm nothing
@@ -166,3 +168,28 @@ def test_an_oom_at_random_steps_answers_the_repeat_question(text: str, random: b
     if random:
         top2 = {h.cause_id for h in kb.diagnose(symptom=text).hypotheses[:2]}
         assert "oom.long_input_at_step" in top2, top2
+
+
+@pytest.mark.parametrize(("text", "evaluation"), [
+    # "where did it fail?" asks which phase of a training run ran out of memory
+    ("CUDA out of memory during evaluation after the first training epoch", True),
+    ("the fine-tuning job OOMs in the validation loop", True),
+    ("训练时验证阶段显存溢出", True),
+    # near-misses: a job that only evaluates or predicts has no other phase to fail in; its
+    # evaluation is not the answer (the model or the input may simply be too large)
+    ("running lm-eval on mmlu gives CUDA out of memory during evaluation", False),
+    ("OOM when I run prediction on a 2300-residue protein", False),
+    ("用模型预测时显存溢出", False),
+])
+def test_evaluation_answers_where_only_in_a_training_run(text: str, evaluation: bool) -> None:
+    assert ("oom.where=eval" in answers_said(text, KN)) is evaluation
+
+
+def test_an_answer_presuming_a_job_is_heard_only_with_it(edited_graphs) -> None:
+    """``only_with``: the answer holds only where the text also names one of its words."""
+    root = edited_graphs("branches/oom.yaml", "    words: {en: [backward, loss.backward,",
+                         "    only_with: {en: [qqjob], zh: []}\n    words: {en: [backward, loss.backward,")
+    kn = load(root, use_cache=False)
+    assert "oom.where=backward" in answers_said("out of memory in loss.backward", KN)
+    assert "oom.where=backward" not in answers_said("out of memory in loss.backward", kn)
+    assert "oom.where=backward" in answers_said("out of memory in loss.backward of the qqjob", kn)

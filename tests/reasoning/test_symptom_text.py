@@ -109,6 +109,10 @@ def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
 @pytest.mark.parametrize("text,dtype", [
     ("bf16 training", "bf16"), ("torch.bfloat16", "bf16"), ("用半精度训练", "fp16"),
     ("FP8 e4m3", "fp8"), ("fp32 baseline", "fp32"), ("fp16 vs bf16", None), ("fp160", None),
+    # an FP8 checkpoint's name says how its weights are stored, not the dtype the job computes in
+    ("GLM-4-32B-0414-FP8 output is nan", None), ("Llama-3.1-8B-Instruct-FP8-Dynamic in fp16", "fp16"),
+    # near-misses: FP8 said as the job's own dtype, flags and settings included
+    ("training with FP8 on H100", "fp8"), ("--kv-cache-dtype fp8", "fp8"), ("--quantization=fp8", "fp8"),
 ])
 def test_dtypes(text: str, dtype: str | None) -> None:
     got = extract(text).get("numerics", {}).get("dtype")
@@ -499,12 +503,13 @@ def test_a_learning_rate_said_not_to_help_does_not_lead() -> None:
 
 @pytest.mark.parametrize(("text", "failed"), [
     # a remedy tried and the error still there: what it names is not the problem
-    ("I ran out of GPU memory. I have also tried to decrease batchsize_eval but still get this "
-     "error", True),
+    # (a training run: "where did it fail" asks which of its phases did)
+    ("I ran out of GPU memory in training. I have also tried to decrease batchsize_eval but still "
+     "get this error", True),
     ("out of memory at the first step; I tried lowering the batch size to no avail", True),
     ("CUDA OOM on my 8GB card; tried to set a smaller batch size but seem result in vain", True),
     # near-miss: the same setting changed, nothing said of its failing
-    ("I ran out of GPU memory. I have also decreased batchsize_eval", False),
+    ("I ran out of GPU memory in training. I have also decreased batchsize_eval", False),
 ])
 def test_a_remedy_that_still_fails_is_no_evidence(kn, text: str, failed: bool) -> None:
     from kb.symptom_text import without_failed_remedies
@@ -1350,3 +1355,40 @@ def test_a_remedy_that_made_it_work_names_no_cause_of_its_setting() -> None:
     # near-miss: the same setting in effect while the job runs slowly names it
     rep = kb.diagnose(symptom="all_reduce over 8 GPUs on one node is slow; we export NCCL_P2P_DISABLE=1")
     assert any(h.cause_id == "nccl.p2p_nvlink_disabled" for h in rep.findings + rep.hypotheses[:2])
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a precision named in a text about the card's memory, with no sign of bad numbers
+    ("choosing fp8 model weights uses more VRAM than fp16, I expected a decrease in VRAM usage", "oom"),
+    ("bf16 takes twice the gpu memory of int8 here", "oom"),
+    # near-misses: bad numbers said too, and a precision with no memory word
+    ("with fp16 the loss becomes nan and the VRAM usage stays the same", "numerics"),
+    ("fp16 training gives garbage output", "numerics"),
+])
+def test_a_precision_named_about_memory_is_a_memory_question(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch
+
+
+@pytest.mark.parametrize(("text", "overflow"), [
+    # the host's CPU or RAM taking what the card cannot hold is a spill, not a numeric overflow
+    ("the default mode of dGPU with CPU overflow is faster", False),
+    ("the model overflows into system RAM and gets slow", False),
+    ("it overflowed to shared GPU memory", False),
+    # near-misses: a numeric overflow, said plainly and with its dtype
+    ("fp16 overflow in the attention scores", True),
+    ("gradient overflow, skipping step", True),
+])
+def test_memory_spilling_to_the_host_is_no_numeric_overflow(kn, text: str, overflow: bool) -> None:
+    from kb.symptom_text import classify
+
+    assert ("numerics" in classify(text, kn)) is overflow
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # a language model run, with no training named: its utilisation words are about serving
+    ("GPU utilization is only 30% when I run LLMs locally", "inference"),
+    # near-miss: an LLM being trained
+    ("GPU utilization is only 30% when training LLMs", "gpu_util"),
+])
+def test_a_language_model_at_work_takes_its_utilisation_to_serving(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch

@@ -193,7 +193,7 @@ class ColumnarScan(BlockScan):
             return all_steps[0]
 
         targets = [("loss", "numerics.loss"), ("grad", "numerics.grad_norm")]
-        if name in ("hf", "megatron"):
+        if name in ("hf", "megatron", "generic"):
             targets.append(("lr", "numerics.learning_rate"))
         if name == "megatron":
             targets += [("scale", "numerics.loss_scale"), ("ms", "training.step_time_ms")]

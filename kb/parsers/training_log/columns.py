@@ -26,13 +26,13 @@ IGNORE, FEED = -1, -2  # line classes besides a format's index
 #: per format: the role of each capture group ("" = unused); float roles are checked finite
 ROLES: dict[str, tuple[str, ...]] = {
     "hf": ("loss", "grad", "lr"),
-    "generic": ("step", "loss", "grad"),
-    "deepspeed": ("step", "loss", ""),
+    "generic": ("step", "loss", "lr", "grad"),
+    "deepspeed": ("step", "loss", "", ""),
     "lightning": ("loss", "grad"),
     "megatron": ("step", "ms", "lr", "loss", "scale", "grad", "skip", "nan"),
 }
 _INTS = ("step", "skip", "nan")
-_NONNEG = {"hf": ("lr",), "megatron": ("ms", "lr", "scale")}
+_NONNEG = {"hf": ("lr",), "generic": ("lr",), "megatron": ("ms", "lr", "scale")}
 _REQUIRED = {"hf": ("loss",), "generic": ("step", "loss"), "deepspeed": ("step", "loss"), "lightning": ("loss",),
              "megatron": ("step", "ms", "lr", "loss", "scale", "skip", "nan")}
 _ROLE_NAMES = ("step", "loss", "grad", "lr", "ms", "scale", "skip", "nan")

@@ -72,7 +72,7 @@ _FLOATS = ("loss", "grad", "lr", "ms", "scale")
 _TARGETS = (("loss", "numerics.loss"), ("grad", "numerics.grad_norm"), ("lr", "numerics.learning_rate"),
             ("scale", "numerics.loss_scale"), ("ms", "training.step_time_ms"))
 #: the roles each format's ``apply`` extends its series with (HF: no step of its own)
-_APPLIED = {"hf": ("loss", "grad", "lr"), "generic": ("loss", "grad"), "deepspeed": ("loss",),
+_APPLIED = {"hf": ("loss", "grad", "lr"), "generic": ("loss", "grad", "lr"), "deepspeed": ("loss",),
             "lightning": ("loss", "grad"), "megatron": ("loss", "grad", "lr", "scale", "ms")}
 
 _available: bool | None = None

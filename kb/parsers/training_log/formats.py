@@ -93,16 +93,19 @@ def _hf(sc: LogScanner, rows: list[Row]) -> bool:
 
 
 def _stepped(sc: LogScanner, rows: list[Row]) -> bool:
-    """generic and deepspeed rows: (step, loss, grad or b"")."""
-    step_c, loss_c, grad_c = zip(*rows)
-    loss, grad = _floats(loss_c), _present(grad_c)
-    if loss is None or grad is None:
+    """generic and deepspeed rows: (step, loss, lr or b"", grad or b"")."""
+    step_c, loss_c, lr_c, grad_c = zip(*rows)
+    loss, lr, grad = _floats(loss_c), _present(lr_c), _present(grad_c)
+    if loss is None or grad is None or lr is None or (lr and min(lr) < 0):
         return False
     s = sc.series
     s["numerics.loss"].extend(loss, steps=step_c)
     if grad:
         gsteps = step_c if len(grad) == len(rows) else [st for st, g in zip(step_c, grad_c) if g]
         s["numerics.grad_norm"].extend(grad, steps=gsteps)
+    if lr:
+        lsteps = step_c if len(lr) == len(rows) else [st for st, v in zip(step_c, lr_c) if v]
+        s["numerics.learning_rate"].extend(lr, steps=lsteps)
     sc.step = int(step_c[-1])
     sc.metric_records += len(rows)
     sc.run = 0
@@ -160,13 +163,13 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "generic", b"step",
         rb"\n" + _TS + rb"step" + _KV + rb"(\d++)" + _SEP + rb"loss" + _KV + _V
-        + rb"(?:" + _SEP + rb"lr" + _KV + rb"[-+.0-9eE]++)?(?:" + _SEP + rb"grad_norm" + _KV + _V + rb")?"
+        + rb"(?:" + _SEP + rb"lr" + _KV + _V + rb")?(?:" + _SEP + rb"grad_norm" + _KV + _V + rb")?"
         + rb"(?:" + _SEP + rb"tokens/s" + _KV + rb"[\d.]++)?(?:" + _SEP + rb"mem" + _KV + rb"[\d.]++ ?[KMGT]i?B)?(?=\n)",
         _stepped, _one_each,
     ),
     Format(
         "deepspeed", b"steps: ",
-        rb"\n" + _TS + rb"steps: (\d++) loss: " + _V + rb"()(?: iter time \(s\): [\d.]++)?(?: samples/sec: [\d.]++)?(?=\n)",
+        rb"\n" + _TS + rb"steps: (\d++) loss: " + _V + rb"()()(?: iter time \(s\): [\d.]++)?(?: samples/sec: [\d.]++)?(?=\n)",
         _stepped, _one_each,
     ),
     Format(

@@ -26,6 +26,10 @@ _HF_LR = re.compile(r"'(?:learning_rate|lr)': " + _NUM)
 _HF_EVAL_LOSS = re.compile(r"'eval_loss': (?:tensor\()?" + _NUM.replace("nan|inf(?:inity)?", "nan|NaN|inf|Infinity"))
 _HF_STEP = re.compile(r"'(?:step|global_step)': (\d+)")
 _PLAIN_LOSS = re.compile(r"(?<![\w.'\"])loss(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
+#: the learning rate printed on a loss line ("lr: 1.000e-02, eta: ..., loss: 0.53" (MMEngine),
+#: "=> STEP 748 lr: 0.000598 ... total_loss: 8.31", "step 5 loss 2.5 lr 3e-4"); read only there, so
+#: a launch command's "--lr 3e-4" is no sample of the schedule
+_PLAIN_LR = re.compile(r"(?<![\w.'\"-])lr(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 _PLAIN_GRAD = re.compile(r"(?<![\w.'\"])(?:grad[_ ]?norm|gnorm)(?:\s*[=:]\s*|\s+)" + _NUM + r"(?![\w.])", re.I)
 #: a step's time on a loss line, in ms: nanoGPT's "iter 100: loss 4.2345, time 123.45ms, mfu
 #: 12.34%" (train.py), nanochat's "step 00018/13920 (0.13%) | loss: 6.906673 | ... | dt: 682.98ms
@@ -216,6 +220,9 @@ def _plain(sc: LogScanner, line: str, low: str) -> None:
         sc.sample("numerics.loss_scale", num(m.group(1)))
     if got:
         sc.run = 0
+        m = _PLAIN_LR.search(line) if "lr" in low else None
+        if m:
+            sc.lr([m.group(1)])
         m = _PLAIN_MS.search(line) if "ms" in low else None
         if m:
             sc.sample("training.step_time_ms", float(m.group(1) or m.group(2)))
