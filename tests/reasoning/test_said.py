@@ -193,3 +193,15 @@ def test_an_answer_presuming_a_job_is_heard_only_with_it(edited_graphs) -> None:
     assert "oom.where=backward" in answers_said("out of memory in loss.backward", KN)
     assert "oom.where=backward" not in answers_said("out of memory in loss.backward", kn)
     assert "oom.where=backward" in answers_said("out of memory in loss.backward of the qqjob", kn)
+
+
+@pytest.mark.parametrize(("text", "disk"), [
+    # "iostat: is the data disk busy?" is answered by words of the disk
+    ("training is slow, the images are read from an NFS share", True),
+    ("GPU util is low and the dataset sits on an HDD", True),
+    # near-misses: the pipeline named, not its disk (its time may be the workers' decoding)
+    ("GPU utilization is low, data loading seems to be the bottleneck", False),
+    ("数据加载很慢，GPU 利用率低", False),
+])
+def test_only_the_disk_answers_the_disk_question(text: str, disk: bool) -> None:
+    assert ("gpu_util.io=busy" in answers_said(text, KN)) is disk
