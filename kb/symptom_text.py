@@ -201,13 +201,13 @@ _EPOCH_TIME = re.compile(
 #: overall training"): it also reads "slowed down training"
 _SLOWING_TRAINING = re.compile(r"(?i)\bslow(?:s|ed|ing)?\s+down\s+(?:my|our|the|his|her|their|your)\s+"
                                r"(?:\w+\s+)?(?:training|train)\b")
-#: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
-#: host's "ram"
 #: the host's CPU or RAM said to take what the card's memory cannot hold ("dGPU with CPU overflow",
 #: "it overflows into system RAM"): a spill of memory, not a numeric overflow
 _SPILL = re.compile(r"(?i)\b(?:cpu|system\s+ram|system\s+memory|shared\s+memory|host\s+memory|ram)\s+overflow\b"
                     r"|\boverflow(?:s|ed|ing)?\s+(?:in)?to\s+(?:the\s+)?(?:cpu|system\s+ram|system\s+memory"
                     r"|shared\s+(?:gpu\s+)?memory|host\s+memory|ram)\b")
+#: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
+#: host's "ram"
 _GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b")
 #: the card's memory said to run out (after _norm_text: "GPU RAM" reads "vram"), and the
 #: host's ("RAM" alone, a killed process, 内存 not of the GPU): which memory ran out
