@@ -308,7 +308,7 @@ def _norm_text(text: str) -> str:
     also reads "nccl systemerror"): the whole name still matches as written. A GPU product
     name's "PCIe", a person being "stuck", a library compiled from source, k-fold
     cross-validation and C/C++ source locations are left out; a stated period also reads
-    "every n steps", a small share of the GPU in use "low utilization", a
+    "every n steps", a small share of the GPU in use "low utilization" (in place of its words), a
     CPU said to be idle "cpu idle", a card's memory said to be full "card full", an epoch's
     duration "time per iteration", a concurrency stopping at 100 "capped at 100 concurrent
     requests", a hang while the job starts "hangs at initialization", host RAM filling up
@@ -326,6 +326,9 @@ def _norm_text(text: str) -> str:
     if "verflow" in text:
         text = _SPILL.sub(" spills into system ram ", text)
     text = _memory_taken(text)
+    # the share reads "low utilization" in place of its words: "偶尔" (now and then) in
+    # "GPU偶尔最高能到30%" says how often the GPU peaks, not an OOM at random steps
+    text = _GPU_SHARE.sub(" gpu ; low utilization ; ", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
@@ -350,8 +353,6 @@ def _norm_text(text: str) -> str:
         parts.append("多卡更慢")
     if _EVERY_N.search(text):
         parts.append("every n steps")
-    if _GPU_SHARE.search(text):
-        parts.append("low utilization")
     if "ll " in text and _ALL_N_CORES.search(text):  # "all 36 cores", "All 64 threads"
         parts.append("all cores")
     if _EPOCH_TIME.search(text):

@@ -313,6 +313,12 @@ def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     ("on my laptop the fps is only 2 fps", ["gpu_util"]),
     ("the 4xA100 run takes 24 hours, which doesn't really scale with the 8-GPU report", ["nccl"]),
     ("the fps drops to 2 and then CUDA out of memory", ["oom"]),
+    # the card's memory said as a size (显存, "VRAM") beside a low utilisation: the setup
+    ("batch size改为32了，显存从3～4G到了8～9G，GPU利用率基本上都是小于10%", ["gpu_util"]),
+    # alone it is still the memory question; said to be exceeded it is an OOM beside anything
+    ("显存从3～4G到了8～9G，正常吗", ["oom"]),
+    ("部署qwen2VL-7b-awq模型，使用VLLM镜像，总是会报超过显存的问题", ["oom", "inference"]),
+    ("训练速度很慢，而且显存不够", ["oom", "gpu_util"]),
 ])
 def test_setting_words_name_a_branch_only_when_nothing_else_does(
         kn, text: str, branches: list[str]) -> None:
@@ -749,6 +755,12 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
     ("the lmdeploy server only gets 1500token/second while it occupies 50GB", "inference"),
     # an allocation refused, in Chinese
     ("合并LoRA权重时提示的内存需要只是几百MB，就无法分配", "oom"),
+    # the words of a GPU share belong to it: "偶尔" (now and then) there says how often the GPU
+    # reaches 30 %, not an OOM at random steps
+    ("显存从3～4G到了8～9G，GPU偶尔最高能到30%，基本上都是小于10%", "gpu_util"),
+    # generated images that come out black: NaN pixels (diffusion in fp16), whatever the noun
+    ("getting black results for the validation images of the SDXL adapter script", "numerics"),
+    ("the sample images during training are black samples only", "numerics"),
     # "slower" in Chinese names slowness as "slower" does
     ("换了新的显卡以后反而更慢了", "gpu_util"),
 ])
