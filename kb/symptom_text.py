@@ -207,8 +207,11 @@ _SPILL = re.compile(r"(?i)\b(?:cpu|system\s+ram|system\s+memory|shared\s+memory|
                     r"|\boverflow(?:s|ed|ing)?\s+(?:in)?to\s+(?:the\s+)?(?:cpu|system\s+ram|system\s+memory"
                     r"|shared\s+(?:gpu\s+)?memory|host\s+memory|ram)\b")
 #: a GPU's RAM is its memory ("exceed GPU RAM", "a single GPU's ram"): it reads "vram", not the
-#: host's "ram"
-_GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b")
+#: host's "ram"; so do "video memory" and "display memory"
+_GPU_RAM = re.compile(r"(?i)\b(?:gpus?|video|graphics(?:\s+card)?)(?:'s)?\s+ram\b"
+                      # 显存 as English gives it: "video memory", and machine translation's
+                      # "display memory"
+                      r"|\b(?:video|display)\s+memory\b")
 #: the card's memory said to run out (after _norm_text: "GPU RAM" reads "vram"), and the
 #: host's ("RAM" alone, a killed process, 内存 not of the GPU): which memory ran out
 _DEVICE_MEMORY = re.compile(

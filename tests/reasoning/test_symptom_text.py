@@ -761,6 +761,15 @@ def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) 
     # generated images that come out black: NaN pixels (diffusion in fp16), whatever the noun
     ("getting black results for the validation images of the SDXL adapter script", "numerics"),
     ("the sample images during training are black samples only", "numerics"),
+    # the card's memory in other English words ("display memory": machine translation's 显存)
+    ("Display memory burst when vae is decoded, 4050, 6g", "oom"),
+    ("the video memory is not enough for this checkpoint", "oom"),
+    # a serving engine that fills the card, asked how to leave room: its memory pool
+    ("启动qwen-1.5-7b-chat默认就把显存给吃满了，我还要部署其他模型服务，怎么设置？", "oom"),
+    ("after deploying with vllm the GPU memory is almost full, how do I leave room for a second model", "oom"),
+    # near-misses: the full card beside the server's speed is the server's question
+    ("部署qwen后显存吃满了，推理速度很慢", "inference"),
+    ("vllm serving: the GPU memory is almost full and the throughput is only 20 tokens/s", "inference"),
     # "slower" in Chinese names slowness as "slower" does
     ("换了新的显卡以后反而更慢了", "gpu_util"),
 ])
