@@ -19,7 +19,8 @@ _NODES = re.compile(
     r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|one|two|three|four|five|six|eight|sixteen|single|dual|both)"
     # ("2 GPU nodes" are two nodes; "an 8-GPU node" is one node of eight GPUs)
     r"[\s-]*(?:physical\s+|gpu\s+(?=nodes|machines)|compute\s+|worker\s+)?(?:nodes?|machines?)(?![\w-])", re.I)
-_NODES_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)?\s*(?:机器|节点|服务器)|"
+# (not a product's number: "8卡A800服务器" is one server of eight A800s)
+_NODES_ZH = re.compile(r"(?<![0-9A-Za-z_.])(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:台|个)?\s*(?:机器|节点|服务器)|"
                        r"(?P<m>[单双])机")
 
 

@@ -32,6 +32,9 @@ from kb.weights import complete
     ("training on 2 GPU nodes", 2),
     ("node 3 is slow", None),
     ("the nodes are connected by InfiniBand", None),
+    # a product's number before "服务器" is no count of servers (one server of eight A800s)
+    ("运行环境配置： 8卡A800服务器 python 3.9", None),
+    ("两台服务器，每台8卡A800", 2),
     # the yardstick of a comparison is not the job's size
     ("training is 8 times slower than on single node with 8 gpu", None),
     ("两台机器比单机慢", 2),

@@ -732,6 +732,9 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # the fallback named as a noun
     ("training is very slow, the log says fallback to cpu although I asked for cuda", "gpu_util",
      "gpu_util.no_gpu_in_use"),
+    # the GPU said not to be found, in the singular too (nougat's "WARNING:root:No GPU found")
+    ("converting a PDF prints WARNING:root:No GPU found, but my machine has a modern nvidia GPU",
+     "gpu_util", "gpu_util.no_gpu_in_use"),
 ])
 def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
     from kb.symptom_text import name_causes

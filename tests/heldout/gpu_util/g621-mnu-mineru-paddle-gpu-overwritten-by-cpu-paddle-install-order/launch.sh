@@ -1,0 +1,2 @@
+uv sync --extra=build
+uv sync --extra=build --extra=compile

@@ -1,0 +1,1 @@
+python retrieve.py -m vectorize -md esm2
