@@ -470,6 +470,34 @@ def test_memory_on_gpu0_is_an_oom_question(kn) -> None:
     assert rep.hypotheses[0].cause_id == "oom.ranks_share_gpu0"
 
 
+@pytest.mark.parametrize("text", [
+    "启动qwen-1.5-7b-chat默认就把显存给吃满了，我还要部署其他模型服务，怎么设置？",
+    "after starting vllm serve the GPU memory is almost full, how do I leave room for a second model",
+])
+def test_a_card_said_full_while_it_runs_reads_as_a_pool(kn, text: str) -> None:
+    # a card full while the job runs is what a pool taken up front looks like: the pool leads
+    # the memory causes left tied
+    rep = kb.diagnose(symptom=text, knowledge=kn)
+    assert rep.hypotheses[0].cause_id == "oom.framework_preallocation"
+
+
+@pytest.mark.parametrize(("text", "full"), [
+    ("the GPU memory is almost full", True),
+    ("显存一直占满", True),
+    ("GPU memory usage is only 30%", None),
+])
+def test_a_card_said_full_is_a_fact_of_its_own(text: str, full: bool | None) -> None:
+    assert extract(text).get("oom", {}).get("card_said_full") is full
+
+
+def test_a_full_card_is_no_pool_when_the_pool_is_turned_off(kn) -> None:
+    # near-miss: the same words, with the framework told not to preallocate, rule the pool out
+    rep = kb.diagnose(inputs=["export XLA_PYTHON_CLIENT_PREALLOCATE=false\npython train.py\n"],
+                      symptom="the GPU memory is almost full and then CUDA out of memory", knowledge=kn)
+    assert "oom.framework_preallocation" not in [h.cause_id for h in rep.hypotheses]
+    assert "oom.framework_preallocation" in [r.cause_id for r in rep.ruled_out]
+
+
 @pytest.mark.parametrize(("text", "kept", "dropped"), [
     ("loss goes nan; lowering the learning rate to 1e-5 didn't help, fp32 neither", "loss goes nan", "learning rate"),
     ("在训练不到一个epoch时候loss变为nan，减小学习率也不行", "loss变为nan", "学习率"),
