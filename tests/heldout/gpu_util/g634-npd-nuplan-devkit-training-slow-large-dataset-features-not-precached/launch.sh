@@ -1,0 +1,10 @@
+CUDA_VISIBLE_DEVICES=1 python nuplan/planning/script/run_training.py \
+    experiment_name=raster_experiment_01 \
+    py_func=train \
+    +training=training_raster_model \
+    scenario_builder=nuplan \
+    scenario_builder.nuplan.scenario_filter.limit_scenarios_per_type=0.1 \
+    scenario_builder.nuplan.scenario_filter.subsample_ratio=0.01 \
+    lightning.trainer.params.max_epochs=10 \
+    data_loader.params.batch_size=64 \
+    data_loader.params.num_workers=32
