@@ -837,10 +837,11 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     if _WINDOWS_SAID.search(text):
         # the machine named as Windows (its driver may spill a full card into shared memory)
         _set(facts, "software.windows", True)
-    if _MEMORY_FULL.search(text):
-        # the card said to be full while the job runs: a framework's pool shows so
-        _set(facts, "oom.card_said_full", True)
     low = _norm_text(text)
+    if "card full" in low:
+        # the card said to be full while the job runs (_norm_text reads it "card full"): a
+        # framework's pool shows so
+        _set(facts, "oom.card_said_full", True)
     device = bool(_DEVICE_MEMORY.search(low))
     if device and not _HOST_MEMORY.search(low):
         # which memory ran out, said: the card's, with no word of the host's
