@@ -106,6 +106,13 @@ _MEMORY_FULL = re.compile(
     r"(?i)\b(?:gpu\s+memory|vram|memory[- ]usage)(?:\s+(?:usage|use))?[^.,;:!?\n]{0,20}?"
     r"(?:\bfully\s+[a-z]+\b|\b(?:is|was|were|are|gets?|got|stays?)\s+(?:almost\s+|nearly\s+|completely\s+|always\s+)?"
     r"(?:full|maxed(?:\s+out)?)\b)"
+    # or the card's memory said to be high while the job runs, no failure named ("the GPU memory
+    # usage is very high", "uses about 20GB of memory, which seems high"): held, as a pool holds it
+    r"|\b(?:(?:gpu|cuda|video)\s+memory|vram)(?:\s+(?:usage|use|consumption))?"
+    r"\s+(?:is|was|seems?|looks?)\s+(?:(?:very|quite|so|too|extremely|really|rather|pretty)\s+)?(?:high|huge)\b"
+    r"|\b(?:uses?|consumes?|takes?(?:\s+up)?|occup(?:y|ies))\s+(?:about\s+|around\s+|almost\s+|nearly\s+|over\s+)?"
+    r"\d+(?:\.\d+)?\s*(?:g|gb|gib)\s+of\s+(?:(?:gpu|cuda|video)\s+)?(?:memory|vram)\b[^.;!?\n]{0,30}?"
+    r"\b(?:seems?|looks?|is)\s+(?:(?:very|quite|so|too|rather|pretty)\s+)?high\b"
     r"|(?:显存|(?:GPU|gpu|显卡)\s?的?\s?内存)[^，。,.;；\n]{0,8}?(?<!没)(?<!未)(?<!不)(?:占满|满了|打满|用满)")
 #: the card's memory said to overflow with words between ("32g显存直接溢出了"): 显存溢出, an OOM, not
 #: a numeric overflow (溢出 alone is one)

@@ -473,6 +473,7 @@ def test_memory_on_gpu0_is_an_oom_question(kn) -> None:
 @pytest.mark.parametrize("text", [
     "启动qwen-1.5-7b-chat默认就把显存给吃满了，我还要部署其他模型服务，怎么设置？",
     "after starting vllm serve the GPU memory is almost full, how do I leave room for a second model",
+    "I load the model with JAX and it consumes around 18GB of GPU memory, which seems quite high. How can I reduce it?",
 ])
 def test_a_card_said_full_while_it_runs_reads_as_a_pool(kn, text: str) -> None:
     # a card full while the job runs is what a pool taken up front looks like: the pool leads
@@ -485,6 +486,16 @@ def test_a_card_said_full_while_it_runs_reads_as_a_pool(kn, text: str) -> None:
     ("the GPU memory is almost full", True),
     ("显存一直占满", True),
     ("GPU memory usage is only 30%", None),
+    # the card's memory said to be high while it runs, no failure named: a pool holds it so
+    ("However, the GPU memory usage is very high (  > 84GB )", True),
+    ("it consumes around 18GB of GPU memory, which seems quite high", True),
+    ("nvidia-smi shows that it uses about 20GB of memory storage, which seems high to me", True),
+    # near-misses: the host's memory, a rank's share, a file's size, the card's utilisation
+    ("it uses 30GB of RAM memory, which seems high", None),
+    ("memory usage is very high", None),
+    ("the CUDA memory consumption in rank:0 is very large", None),
+    ("the checkpoint takes 20GB, which seems high", None),
+    ("GPU utilization is very high", None),
 ])
 def test_a_card_said_full_is_a_fact_of_its_own(text: str, full: bool | None) -> None:
     assert extract(text).get("oom", {}).get("card_said_full") is full
