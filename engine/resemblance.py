@@ -56,28 +56,33 @@ def describe_causes(kn: Knowledge) -> str:
     """TF-IDF unit vectors of every cause's description (title, symptom, why, fixes and its
     own words, en and zh), with the idf of each token over the causes, as JSON text
     (``{"idf": {token: idf}, "vectors": {cause id: {token: weight}}}``)."""
-    docs: dict[str, Counter[str]] = {}
+    # one description per language: a Chinese word added to a cause would otherwise thin out
+    # the weight of its English ones (and the reverse) in a text written in one language
+    docs: dict[str, dict[str, Counter[str]]] = {"en": {}, "zh": {}}
     for c in kn.causes.values():
-        parts: list[str] = []
-        for t in (c.title, c.symptom, c.why):
-            parts += [t.en, t.zh]
         # a fix proposed only for a setup the user names (llama-server's flag beside vLLM's)
         # describes that tool, not the cause
         general = [f for f in c.fixes if not f.when_known]
-        parts += [f.text.en for f in general] + [f.text.zh for f in general]
-        parts += list(c.words.en) + list(c.words.zh)
-        docs[c.id] = Counter(tokens(" ".join(parts)))
-    n = len(docs)
+        for lang in ("en", "zh"):
+            parts = [getattr(t, lang) for t in (c.title, c.symptom, c.why)]
+            parts += [getattr(f.text, lang) for f in general] + list(getattr(c.words, lang))
+            if lang == "zh":
+                # Chinese text names flags, messages and tools in English: the English words
+                # of a cause (its terms) belong to its Chinese description too
+                parts += list(c.words.en)
+            docs[lang][c.id] = Counter(tokens(" ".join(parts)))
+    n = len(kn.causes)
     df: Counter[str] = Counter()
-    for tf in docs.values():
-        df.update(tf.keys())
+    for cid in kn.causes:
+        df.update(set(docs["en"][cid]) | set(docs["zh"][cid]))
     # smooth idf; a token every cause shares weighs ~nothing
     idf = {t: round(math.log((1 + n) / (1 + d)), 6) for t, d in sorted(df.items())}
-    vectors: dict[str, dict[str, float]] = {}
-    for cid, tf in docs.items():
-        v = {t: (1 + math.log(k)) * idf[t] for t, k in sorted(tf.items())}
-        norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
-        vectors[cid] = {t: round(x / norm, 6) for t, x in v.items() if x > 0}
+    vectors: dict[str, dict[str, dict[str, float]]] = {"en": {}, "zh": {}}
+    for lang, by_cause in docs.items():
+        for cid, tf in by_cause.items():
+            v = {t: (1 + math.log(k)) * idf[t] for t, k in sorted(tf.items())}
+            norm = math.sqrt(sum(x * x for x in v.values())) or 1.0
+            vectors[lang][cid] = {t: round(x / norm, 6) for t, x in v.items() if x > 0}
     return json.dumps({"idf": idf, "vectors": vectors}, ensure_ascii=False,
                       separators=(",", ":"))
 
@@ -101,7 +106,7 @@ class Resemblance:
     def __init__(self, kn: Knowledge) -> None:
         index = json.loads(kn.descriptions or describe_causes(kn))
         self._idf: dict[str, float] = index["idf"]
-        self._vec: dict[str, dict[str, float]] = index["vectors"]
+        self._vec: dict[str, dict[str, dict[str, float]]] = index["vectors"]
 
     def scores(self, text: str, causes: Iterable[str]) -> dict[str, float]:
         """Cosine of ``text`` with each cause's description, 0..1, for causes sharing at least
@@ -114,9 +119,11 @@ class Resemblance:
         norm = math.sqrt(sum(x * x for x in q.values())) or 1.0
         out: dict[str, float] = {}
         for cid in causes:
-            v = self._vec.get(cid)
-            shared = [t for t in q if t in v] if v else []
-            # one shared word is chance ("work", "job"), however rare it is
-            if len(shared) >= 2:
-                out[cid] = round(sum(q[t] * v[t] for t in shared) / norm, 4)
+            for by_cause in self._vec.values():
+                v = by_cause.get(cid)
+                shared = [t for t in q if t in v] if v else []
+                # one shared word is chance ("work", "job"), however rare it is
+                if len(shared) >= 2:
+                    like = round(sum(q[t] * v[t] for t in shared) / norm, 4)
+                    out[cid] = max(out.get(cid, 0.0), like)
         return out

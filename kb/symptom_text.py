@@ -831,6 +831,8 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     for path, value in _leaves(lf.finish()).items():
         if path.startswith("env."):
             continue  # the settings' meaning is kept; the raw variable is an artifact's
+        if path == "dataloader.num_workers":
+            continue  # words weigh worker counts against each other ("fine with num_workers=0")
         _set(facts, path, value)
     # a sized OOM message quoted in the words ("CUDA out of memory. Tried to allocate ...")
     # states its sizes as in a log: the numbers are the message's own, not a paraphrase

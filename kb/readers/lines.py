@@ -42,6 +42,13 @@ _TOKENS_EVALUATED = re.compile(r'"tokens_evaluated"\s*:\s*(\d+)\b')
 #: its "timings": the decode's milliseconds per generated token
 _PER_TOKEN_MS = re.compile(r'"predicted_per_token_ms"\s*:\s*(\d+(?:\.\d+)?)')
 _USE_CACHE = re.compile(r"""(?:^\s*["']?use_cache["']?\s*:\s*|\buse_cache\s*=\s*)(true|false)\b""", re.I)
+#: a DataLoader's worker count as code, a config or a log states it ("num_workers=8",
+#: "num_workers: 4", "datamodule.num_workers=0", "dataloader_num_workers = 12"); not another
+#: pool's ("preprocessing_num_workers", datasets' map processes)
+_NUM_WORKERS = re.compile(r"(?<![\w-])(?:dataloader_)?num_workers\s*(?:=|:)\s*(\d{1,4})(?![\d.])")
+#: a DataLoader built in one line of pasted code; without a num_workers keyword (nor **kwargs)
+#: it loads in the training process: torch.utils.data.DataLoader's num_workers defaults to 0
+_DATA_LOADER_CALL = re.compile(r"(?<![A-Za-z0-9_])DataLoader\((.*)\)")
 #: torch.nn.DataParallel wrapping a model in pasted code (not DistributedDataParallel)
 _DATA_PARALLEL = re.compile(r"(?<![A-Za-z0-9_])DataParallel\(")
 #: XLA's GPU client naming the pool it takes (xla/pjrt/gpu/gpu_helpers.cc; before the openxla
@@ -62,6 +69,17 @@ _LOAD_AVERAGE = re.compile(r"\bload averages?:\s*(\d+(?:[.,]\d+)?),?\s+\d+(?:[.,
 _LSCPU_CPUS = re.compile(r"^\s*CPU\(s\):\s+(\d{1,5})\s*$")
 #: a shell prompt or a list marker before a pasted command
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?(?:[\w.@-]+:[~\w/.-]*[$#]\s+|[$>]\s+|\+\s+|-\s+)?")
+
+
+def _one_call(args_text: str) -> bool:
+    """The arguments of a call closed on its line, passing every argument itself: no
+    num_workers, no ``**kwargs`` that could carry one."""
+    depth = 0
+    for ch in args_text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False  # the call closed before the line's last ")": something follows it
+    return depth == 0 and "**" not in args_text
 
 
 class LineFacts:
@@ -148,6 +166,16 @@ class LineFacts:
             taken = True
         if "=" in line and env.read_line(self.facts, line):
             self._count("environment variables")
+            taken = True
+        if "num_workers" in line:
+            nw = _NUM_WORKERS.search(line)
+            if nw:
+                set_fact(self.facts, "dataloader.num_workers", int(nw.group(1)))
+                self._count("data loader")
+                taken = True
+        elif "DataLoader(" in line and (dl := _DATA_LOADER_CALL.search(line)) and _one_call(dl.group(1)):
+            set_fact(self.facts, "dataloader.num_workers", 0)
+            self._count("data loader")
             taken = True
         if "DataParallel(" in line and _DATA_PARALLEL.search(line):
             set_fact(self.facts, "distributed.single_process_multi_gpu", True)

@@ -338,6 +338,37 @@ def test_data_parallel_in_code(text: str, want: bool | None) -> None:
     assert facts_of(text).get("distributed", {}).get("single_process_multi_gpu") == want
 
 
+# a DataLoader's worker count: torch.utils.data.DataLoader(num_workers=0 by default,
+# https://docs.pytorch.org/docs/stable/data.html#torch.utils.data.DataLoader)
+@pytest.mark.parametrize(("text", "want"), [
+    ("        batch_size=batch_size, num_workers=8, pin_memory=True, shuffle=True)", 8),
+    ("num_workers: 20", 20),
+    ("datamodule:\n  num_workers: 0", 0),
+    ("dataloader_num_workers = 12", 12),
+    # a DataLoader built on one line without num_workers loads in the training process
+    ("loader = torch.utils.data.DataLoader(subjects, batch_size=8, shuffle=True)", 0),
+    ("x = DataLoader(ds, batch_size=4)  # then iterate", 0),
+    # near-misses: another pool's workers, keywords passed on, a call not closed on its line,
+    # a line whose parentheses say the call is not the whole of it, a worker count in words
+    ("preprocessing_num_workers==48", None),
+    ("loader = DataLoader(ds, **loader_kwargs)", None),
+    ("train_loader = torch.utils.data.DataLoader(train_data,", None),
+    ("trainer.fit(model, DataLoader(train), DataLoader(val))", None),
+    ("the DataLoader(ds) with num_workers 4 is slow", None),
+])
+def test_data_loader_workers_in_code(text: str, want: int | None) -> None:
+    assert facts_of(text).get("dataloader", {}).get("num_workers") == want
+
+
+def test_worker_counts_in_words_are_not_the_jobs() -> None:
+    # words weigh worker counts against each other ("num_workers=0 works, num_workers > 0
+    # runs out of memory"): the count is read from artifacts only
+    from kb.symptom_text import extract
+
+    text = "With `num_workers=0` it is fine but slow; with more workers the RAM grows until it is killed"
+    assert "num_workers" not in extract(text).get("dataloader", {})
+
+
 # a framework's memory pool, from its variables (https://docs.jax.dev/en/latest/gpu_memory_allocation.html,
 # TensorFlow's TF_FORCE_GPU_ALLOW_GROWTH) and from XLA's own allocator line
 # (xla/pjrt/gpu/gpu_helpers.cc: "allocating" when it preallocates, "will use up to" when not)

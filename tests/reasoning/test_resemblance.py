@@ -95,7 +95,30 @@ def test_the_cached_descriptions_are_the_knowledges_own() -> None:
     assert kn.descriptions is not None
     cached = json.loads(kn.descriptions)
     assert cached == json.loads(describe_causes(kn))
-    assert set(cached["vectors"]) == set(kn.causes)
+    assert set(cached["vectors"]) == {"en", "zh"}
+    assert all(set(v) == set(kn.causes) for v in cached["vectors"].values())
+
+
+def test_words_added_in_one_language_leave_the_other_languages_likeness() -> None:
+    # each language is its own description: Chinese words added to a cause do not thin out
+    # how much an English text reads like it (they once pushed one below MIN_RESEMBLANCE)
+    from kb.engine.resemblance import describe_causes
+
+    kn = load_knowledge()
+    cid = "oom.ranks_share_gpu0"
+    text = "every process allocates memory on the first gpu, cuda:0, and it runs out of memory"
+    before = Resemblance(kn).scores(text, [cid])[cid]
+    cause = kn.causes[cid]
+    words = cause.words.model_copy(update={"zh": [*cause.words.zh, "第一张显卡", "其他显卡", "其余显卡"]})
+    changed = kn.model_copy(update={"causes": {**kn.causes, cid: cause.model_copy(update={"words": words})}})
+    changed = changed.model_copy(update={"descriptions": describe_causes(changed)})
+    assert before >= MIN_RESEMBLANCE
+    assert Resemblance(changed).scores(text, [cid])[cid] == before
+    # near-miss: the same words added in English do change it
+    words = cause.words.model_copy(update={"en": [*cause.words.en, "first card", "other cards"]})
+    changed = kn.model_copy(update={"causes": {**kn.causes, cid: cause.model_copy(update={"words": words})}})
+    changed = changed.model_copy(update={"descriptions": describe_causes(changed)})
+    assert Resemblance(changed).scores(text, [cid])[cid] != before
 
 
 def test_a_branch_opens_on_its_causes_together_not_one_chance_match() -> None:

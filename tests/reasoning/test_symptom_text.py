@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import kb
-from kb.symptom_text import _norm_text, apply_text, classify, extract, mentions, merge_under
+from kb.symptom_text import _norm_text, apply_text, classify, extract, mentions, merge_under, name_causes
 
 from kb.loaded import load_knowledge
 
@@ -1455,3 +1455,13 @@ def test_memory_spilling_to_the_host_is_no_numeric_overflow(kn, text: str, overf
 ])
 def test_a_language_model_at_work_takes_its_utilisation_to_serving(kn, text: str, branch: str) -> None:
     assert _first_branch(kn, text) == branch
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("训练时第一张显卡的显存比其他显卡多很多，然后就 OOM 了", True),
+    ("8卡训练，0号显卡显存爆了，其余显卡还有空间", True),
+    # near-miss: one card named, nothing said of GPU 0
+    ("单卡训练，显卡显存爆了", False),
+])
+def test_gpu0_named_in_chinese_names_the_ranks_on_gpu0(kn, text: str, named: bool) -> None:
+    assert ("oom.ranks_share_gpu0" in name_causes(text, kn)) is named
