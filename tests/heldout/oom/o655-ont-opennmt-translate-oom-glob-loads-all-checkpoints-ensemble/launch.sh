@@ -1,0 +1,2 @@
+python onmt/bin/train.py -data examples/enzh/en-zh.atok.low -save_model enzh_model --encoder_type transformer --decoder_type transformer --enc_layers 6 --dec_layers 6 --rnn_size 512 -src_word_vec_size 512 -tgt_word_vec_size 512  --optim adam -learning_rate 0.001 -world_size 4 -gpu_ranks 0 1 2 3
+python onmt/bin/translate.py -gpu 0 -model enzh*.pt -src examples/enzh/en.test -tgt examples/enzh/zh.test  -replace_unk -verbose -output en-zh.test.pred.atok --batch_size 4  --beam_size 1

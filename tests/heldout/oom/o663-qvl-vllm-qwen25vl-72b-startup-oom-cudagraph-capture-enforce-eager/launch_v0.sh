@@ -1,0 +1,1 @@
+VLLM_USE_V1=0 CUDA_VISIBLE_DEVICES=4,5,6,7 vllm serve /data/ps/pretrained_model/Qwen/Qwen2.5-VL-72B-Instruct/ --dtype bfloat16 --port 8009 --trust-remote-code --served-model-name qwen2vl --tensor-parallel-size 4 --gpu-memory-utilization 0.95 --max-num-seqs 2 --max-model-len 4096 --limit-mm-per-prompt image=1,video=0
