@@ -52,6 +52,20 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
 
 #: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized", "the
 #: script will only run on 1 GPU"; not "I only use one GPU" or "we only run on one GPU", the setup)
+#: of several GPUs, one said to do the work, in other words ("the script only use one GPU", "it
+#: will use single gpu only", "only one gpu working while requesting 4", "the other gpus clearly
+#: don't get to run", "does not distribute to other gpus"): it reads "only uses one gpu" (not
+#: "only one GPU is used at a time", DataParallel's turn-taking)
+_ONE_GPU_ONLY = re.compile(
+    r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
+    r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
+    r"|\b(?:uses?|using|runs?\s+on|running\s+on)\s+(?:a\s+)?single\s+gpu\s+only\b"
+    r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is\s+|are\s+|was\s+|gets?\s+)?(?:being\s+)?"
+    r"(?:used|utili[sz]ed|busy|working|running)\b(?!\s+at\s+a\s+time)"
+    r"|\bother\s+gpus\s+(?:\w+\s+){0,2}?(?:are|stay|sit|remain|were)\s+(?:\w+\s+)?(?:idle|unused|not\s+used)\b"
+    r"|\bother\s+gpus\s+(?:\w+\s+)?(?:don't|do\s+not|never|didn't|did\s+not)\s+(?:get\s+to\s+)?(?:run|work|get\s+used)\b"
+    r"|\b(?:not|n't)\s+distribute\w*\s+to\s+(?:the\s+)?other\s+gpus\b")
 _ONE_GPU_USED = re.compile(
     r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
     r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
@@ -339,6 +353,8 @@ def _norm_text(text: str) -> str:
     # the share reads "low utilization" in place of its words: "偶尔" (now and then) in
     # "GPU偶尔最高能到30%" says how often the GPU peaks, not an OOM at random steps
     text = _GPU_SHARE.sub(" gpu ; low utilization ; ", text)
+    if "gpu" in text.lower():
+        text = _ONE_GPU_ONLY.sub(" only uses one gpu ", text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]

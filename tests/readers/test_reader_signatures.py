@@ -411,6 +411,21 @@ def test_data_parallels_gather_warning() -> None:
     assert "gpu_util.dataparallel_single_process" not in causes
 
 
+@pytest.mark.parametrize(("text", "fires"), [
+    # accelerate/state.py's __repr__, as print(accelerator.state) shows it after a plain python start
+    ("Distributed environment: NO\nNum processes: 1\nProcess index: 0\nLocal process index: 0\nDevice: cuda\n", True),
+    # Python 3.11+ formats the str enum with its class name
+    ("Distributed environment: DistributedType.NO\nNum processes: 1\n", True),
+    # near-misses: a launched job (MULTI_GPU), and the same words in a sentence of another kind
+    ("Distributed environment: MULTI_GPU  Backend: nccl\nNum processes: 4\nProcess index: 0\n", False),
+    ("Distributed environment: DistributedType.MULTI_GPU  Backend: nccl\nNum processes: 8\n", False),
+])
+def test_accelerates_state_without_a_launch(text: str, fires: bool) -> None:
+    causes, facts = _scan(text)
+    assert ("gpu_util.single_process_launch" in causes) is fires
+    assert (facts.get("distributed", {}).get("world_size") == 1) is fires
+
+
 def test_killed_inside_a_sentence_is_not_the_shells_report() -> None:
     causes, _ = _scan("INFO worker Killed process group cleanly after shutdown\n")
     assert "oom.host_ram_oom" not in causes

@@ -1465,3 +1465,27 @@ def test_a_language_model_at_work_takes_its_utilisation_to_serving(kn, text: str
 ])
 def test_gpu0_named_in_chinese_names_the_ranks_on_gpu0(kn, text: str, named: bool) -> None:
     assert ("oom.ranks_share_gpu0" in name_causes(text, kn)) is named
+
+
+@pytest.mark.parametrize(("text", "one"), [
+    ("But the python script only use one GPU.", True),
+    ("it will use single gpu only when the model training", True),
+    ("only one gpu working while requesting 4", True),
+    ("I tried train_distributed.py but the other gpus clearly don't get to run at all", True),
+    ("train_distributed.py does not distribute to other gpus", True),
+    ("the other GPUs are all idle", True),
+    # near-misses: the setup stated ("I only use one GPU"), DataParallel's turn-taking, and a
+    # sentence about the other GPUs that says nothing of their being idle
+    ("My GPU is an RTX 2080Ti and I only use one GPU", False),
+    ("only one GPU is used at a time", False),
+    ("the other GPUs are faster", False),
+])
+def test_one_gpu_of_several_said_in_other_words(text: str, one: bool) -> None:
+    assert ("only uses one gpu" in _norm_text(text)) is one
+
+
+def test_one_gpu_of_several_names_the_single_process_launch(kn) -> None:
+    rep = kb.diagnose({"symptom_text": "I have 4 GPUs but the training only uses one GPU, the other GPUs are idle"},
+                      knowledge=kn)
+    assert rep.branches[:1] == ["gpu_util"]
+    assert rep.hypotheses[0].cause_id == "gpu_util.single_process_launch"

@@ -1,0 +1,2 @@
+accelerate config
+python my_script.py
