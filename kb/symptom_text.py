@@ -50,12 +50,12 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
                             r"|with\s+-D[A-Z][A-Z0-9_]*)\b")
 
 
-#: of several GPUs given, one used ("it only uses one GPU", "only 1 GPU is being utilized", "the
-#: script will only run on 1 GPU"; not "I only use one GPU" or "we only run on one GPU", the setup)
-#: of several GPUs, one said to do the work, in other words ("the script only use one GPU", "it
-#: will use single gpu only", "only one gpu working while requesting 4", "the other gpus clearly
-#: don't get to run", "does not distribute to other gpus"): it reads "only uses one gpu" (not
-#: "only one GPU is used at a time", DataParallel's turn-taking)
+
+#: of several GPUs given, one said to do the work ("it only uses one GPU", "the script only use
+#: one GPU", "only 1 GPU is being utilized", "it will use single gpu only", "only one gpu working
+#: while requesting 4", "the other gpus clearly don't get to run", "does not distribute to other
+#: gpus"): it reads "only uses one gpu"; not the setup ("I only use one GPU", "we only run on one
+#: GPU") nor "only one GPU is used at a time" (DataParallel's turn-taking)
 _ONE_GPU_ONLY = re.compile(
     r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
     r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
@@ -66,12 +66,6 @@ _ONE_GPU_ONLY = re.compile(
     r"|\bother\s+gpus\s+(?:\w+\s+){0,2}?(?:are|stay|sit|remain|were)\s+(?:\w+\s+)?(?:idle|unused|not\s+used)\b"
     r"|\bother\s+gpus\s+(?:\w+\s+)?(?:don't|do\s+not|never|didn't|did\s+not)\s+(?:get\s+to\s+)?(?:run|work|get\s+used)\b"
     r"|\b(?:not|n't)\s+distribute\w*\s+to\s+(?:the\s+)?other\s+gpus\b")
-_ONE_GPU_USED = re.compile(
-    r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
-    r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
-    r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
-    r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is|are|was|gets?)\s+(?:being\s+)?"
-    r"(?:used|utili[sz]ed|busy)\b")
 
 
 #: k-fold cross-validation: a way of splitting the data, not the validation phase
@@ -826,7 +820,8 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
     from kb import prose_sizes
 
     for path, value in (("distributed.nnodes", prose_sizes.nodes(text)),
-                        ("gpu.count", prose_sizes.gpu_count(text)),
+                        # "only one GPU running" counts the cards at work, not those the machine has
+                        ("gpu.count", prose_sizes.gpu_count(_ONE_GPU_ONLY.sub(" ", text))),
                         ("training.model_params_billion", prose_sizes.params_billion(text)),
                         ("training.weight_bits", prose_sizes.weight_bits(text)),
                         ("training.full_parameter", prose_sizes.full_parameter(text)),
@@ -1005,7 +1000,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # counts are the comparison, as "than" is in English), "only one GPU is busy at a time" (the
     # count is what is wrong), "32g显存直接溢出了" and "4090的24G显存都跑满了" (the card's memory
     # is what overflows or fills; the words are read as such by _norm_text)
-    one_used = [m.span() for m in _ONE_GPU_USED.finditer(text)]
+    one_used = [m.span() for m in _ONE_GPU_ONLY.finditer(text)]
     symptom = one_used + [m.span() for rx in (_VRAM_OVERFLOW, _MEMORY_FULL) for m in rx.finditer(text)]
     if "比" in text:
         symptom += [m.span() for m in _MULTI_SLOWER.finditer(text)]

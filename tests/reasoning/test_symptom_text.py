@@ -525,8 +525,11 @@ def test_a_failed_remedy_is_left_out_of_the_likeness_reading(text: str, kept: st
 
 @pytest.mark.parametrize(("text", "tried"), [
     ("loss became nan; lowering the learning rate did not help", {"numerics.lr_too_high"}),
-    ("CUDA OOM; setting max_split_size_mb did not help", {"oom.fragmentation"}),
-    ("改了 max_split_size_mb 也不行", {"oom.fragmentation"}),
+    # max_split_size_mb is the remedy PyTorch's OOM message offers when reserved memory is much
+    # larger than allocated ("If reserved memory is >> allocated memory try setting
+    # max_split_size_mb"): the cause that names it as its own word
+    ("CUDA OOM; setting max_split_size_mb did not help", {"oom.allocator_reserved_unallocated"}),
+    ("改了 max_split_size_mb 也不行", {"oom.allocator_reserved_unallocated"}),
     # near-misses: a remedy that worked, and no remedy at all
     ("lowering the learning rate fixed it", set()),
     ("loss becomes nan after 200 steps", set()),
