@@ -50,7 +50,6 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
                             r"|with\s+-D[A-Z][A-Z0-9_]*)\b")
 
 
-
 #: of several GPUs given, one said to do the work ("it only uses one GPU", "the script only use
 #: one GPU", "only 1 GPU is being utilized", "it will use single gpu only", "only one gpu working
 #: while requesting 4", "the other gpus clearly don't get to run", "does not distribute to other
@@ -66,6 +65,10 @@ _ONE_GPU_ONLY = re.compile(
     r"|\bother\s+gpus\s+(?:\w+\s+){0,2}?(?:are|stay|sit|remain|were)\s+(?:\w+\s+)?(?:idle|unused|not\s+used)\b"
     r"|\bother\s+gpus\s+(?:\w+\s+)?(?:don't|do\s+not|never|didn't|did\s+not)\s+(?:get\s+to\s+)?(?:run|work|get\s+used)\b"
     r"|\b(?:not|n't)\s+distribute\w*\s+to\s+(?:the\s+)?other\s+gpus\b")
+#: DataParallel's turn-taking said so ("only one GPU is busy at a time"): a symptom too, whose
+#: count is what is wrong, not the machine's size
+_ONE_GPU_AT_A_TIME = re.compile(r"(?i)\bonly\s+(?:one|1)\s+gpus?\s+(?:is\s+|was\s+)?(?:being\s+)?"
+                                r"(?:used|utili[sz]ed|busy|working|running)\s+at\s+a\s+time\b")
 
 
 #: k-fold cross-validation: a way of splitting the data, not the validation phase
@@ -1000,7 +1003,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # counts are the comparison, as "than" is in English), "only one GPU is busy at a time" (the
     # count is what is wrong), "32g显存直接溢出了" and "4090的24G显存都跑满了" (the card's memory
     # is what overflows or fills; the words are read as such by _norm_text)
-    one_used = [m.span() for m in _ONE_GPU_ONLY.finditer(text)]
+    one_used = [m.span() for rx in (_ONE_GPU_ONLY, _ONE_GPU_AT_A_TIME) for m in rx.finditer(text)]
     symptom = one_used + [m.span() for rx in (_VRAM_OVERFLOW, _MEMORY_FULL) for m in rx.finditer(text)]
     if "比" in text:
         symptom += [m.span() for m in _MULTI_SLOWER.finditer(text)]

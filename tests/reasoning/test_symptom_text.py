@@ -1492,3 +1492,17 @@ def test_one_gpu_of_several_names_the_single_process_launch(kn) -> None:
                       knowledge=kn)
     assert rep.branches[:1] == ["gpu_util"]
     assert rep.hypotheses[0].cause_id == "gpu_util.single_process_launch"
+
+
+@pytest.mark.parametrize("text", [
+    "I have 4 GPUs but only one GPU is working",
+    "4 GPUs in one process: only one GPU is busy at a time while training",
+])
+def test_the_gpu_at_work_is_no_count_of_the_machines(text: str) -> None:
+    # "only one GPU is working" counts the cards at work; the machine's four stay its count
+    assert extract(text)["gpu"]["count"] == 4
+
+
+def test_one_gpu_at_work_is_not_a_one_gpu_machine() -> None:
+    text = "Does someone also had only one gpu running while training, even when setting the gpus argument to 4?"
+    assert extract(text).get("gpu", {}).get("count") != 1
