@@ -162,9 +162,10 @@ def for_setup(when: Iterable[Condition], when_known: bool, facts: dict[str, Any]
 
 
 def base_path(path: str) -> str:
-    """``gpu.utilization_samples.mean`` -> ``gpu.utilization_samples``."""
+    """``gpu.utilization_samples.mean`` -> ``gpu.utilization_samples``; a group's own field of a
+    summary's name stays whole (``gpu.count`` is the number of GPUs, not a count of ``gpu``)."""
     head, _, tail = path.rpartition(".")
-    if tail in SUMMARIES or tail == "nonfinite":
+    if (tail in SUMMARIES or tail == "nonfinite") and "." in head:
         return head
     return path
 
