@@ -53,22 +53,26 @@ _BUILD_COMPILE = re.compile(r"(?i)\bnot\s+compiled\s+to\s+use\b"
 #: of several GPUs given, one said to do the work ("it only uses one GPU", "the script only use
 #: one GPU", "only 1 GPU is being utilized", "it will use single gpu only", "only one gpu working
 #: while requesting 4", "the other gpus clearly don't get to run", "does not distribute to other
-#: gpus"): it reads "only uses one gpu"; not the setup ("I only use one GPU", "we only run on one
-#: GPU") nor "only one GPU is used at a time" (DataParallel's turn-taking)
+#: gpus"): it reads "only uses one gpu" (:func:`_one_gpu_only`); not the setup ("I only use one
+#: GPU", "we only run on one GPU")
 _ONE_GPU_ONLY = re.compile(
     r"(?i)(?<!\bi\s)(?<!\bwe\s)(?<!\bi'm\s)(?<!\bam\s)(?<!\bare\s)\bonly\s+"
     r"(?:uses?|using|utili[sz](?:es|e|ing)|runs?\s+on|running\s+on)\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\b(?:uses|runs\s+on)\s+only\s+(?:one|1|a\s+single)\s+gpu\b"
     r"|\b(?:uses?|using|runs?\s+on|running\s+on)\s+(?:a\s+)?single\s+gpu\s+only\b"
     r"|\bonly\s+(?:one|1|a\s+single)\s+(?:of\s+the\s+)?gpus?\s+(?:is\s+|are\s+|was\s+|gets?\s+)?(?:being\s+)?"
-    r"(?:used|utili[sz]ed|busy|working|running)\b(?!\s+at\s+a\s+time)"
+    r"(?:used|utili[sz]ed|busy|working|running)\b"
     r"|\bother\s+gpus\s+(?:\w+\s+){0,2}?(?:are|stay|sit|remain|were)\s+(?:\w+\s+)?(?:idle|unused|not\s+used)\b"
     r"|\bother\s+gpus\s+(?:\w+\s+)?(?:don't|do\s+not|never|didn't|did\s+not)\s+(?:get\s+to\s+)?(?:run|work|get\s+used)\b"
     r"|\b(?:not|n't)\s+distribute\w*\s+to\s+(?:the\s+)?other\s+gpus\b")
-#: DataParallel's turn-taking said so ("only one GPU is busy at a time"): a symptom too, whose
-#: count is what is wrong, not the machine's size
-_ONE_GPU_AT_A_TIME = re.compile(r"(?i)\bonly\s+(?:one|1)\s+gpus?\s+(?:is\s+|was\s+)?(?:being\s+)?"
-                                r"(?:used|utili[sz]ed|busy|working|running)\s+at\s+a\s+time\b")
+
+
+def _one_gpu_only(m: re.Match[str]) -> str:
+    # "only one GPU is busy at a time" is DataParallel's turn-taking: its words stay as written
+    return m.group(0) if _AT_A_TIME.match(m.string, m.end()) else " only uses one gpu "
+
+
+_AT_A_TIME = re.compile(r"(?i)\s+at\s+a\s+time\b")
 
 
 #: k-fold cross-validation: a way of splitting the data, not the validation phase
@@ -351,7 +355,7 @@ def _norm_text(text: str) -> str:
     # "GPU偶尔最高能到30%" says how often the GPU peaks, not an OOM at random steps
     text = _GPU_SHARE.sub(" gpu ; low utilization ; ", text)
     if "gpu" in text.lower():
-        text = _ONE_GPU_ONLY.sub(" only uses one gpu ", text)
+        text = _ONE_GPU_ONLY.sub(_one_gpu_only, text)
     low = _norm(text)
     parts = [_PREFIX_JOIN.sub(r"\1 ", m.group(0)) for m in _JOINED.finditer(text)]
     parts += [_CAMEL_SPLIT.sub(" ", m.group(0)) for m in _CAMEL.finditer(text)]
@@ -1003,7 +1007,7 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # counts are the comparison, as "than" is in English), "only one GPU is busy at a time" (the
     # count is what is wrong), "32g显存直接溢出了" and "4090的24G显存都跑满了" (the card's memory
     # is what overflows or fills; the words are read as such by _norm_text)
-    one_used = [m.span() for rx in (_ONE_GPU_ONLY, _ONE_GPU_AT_A_TIME) for m in rx.finditer(text)]
+    one_used = [m.span() for m in _ONE_GPU_ONLY.finditer(text)]
     symptom = one_used + [m.span() for rx in (_VRAM_OVERFLOW, _MEMORY_FULL) for m in rx.finditer(text)]
     if "比" in text:
         symptom += [m.span() for m in _MULTI_SLOWER.finditer(text)]
