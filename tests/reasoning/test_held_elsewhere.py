@@ -38,3 +38,28 @@ def test_memory_this_process_holds_counts_against_another_process() -> None:
     elsewhere = _evidence(kb.diagnose(inputs=[NEW_ELSEWHERE]))
     assert own["oom.other_process_on_gpu"] < elsewhere["oom.other_process_on_gpu"]
     assert own["oom.other_process_on_gpu"] < 0
+
+
+#: torch>=2.1 in a container: NVML gives host PIDs, so no entry is "this process" and the job is
+#: one of the "Process N" entries. PyTorch's pool is 6.64 GiB of the 13.09 GiB in use: other
+#: processes (here pytest-xdist workers on the same card) hold the rest
+CONTAINER_ELSEWHERE = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.11 GiB. GPU 0 has a total "
+    "capacity of 14.74 GiB of which 1.65 GiB is free. Process 19066 has 6.79 GiB memory in use. "
+    "Process 19069 has 514.00 MiB memory in use. Process 19060 has 4.93 GiB memory in use. "
+    "Process 19063 has 894.00 MiB memory in use. Of the allocated memory 4.50 GiB is allocated "
+    "by PyTorch, and 2.14 GiB is reserved by PyTorch but unallocated.\n")
+#: near-miss: one "Process N" entry in a container is the job itself, holding the whole card
+CONTAINER_OWN = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.50 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 147.75 MiB is free. Process 483452 has 78.98 GiB memory in "
+    "use. Of the allocated memory 78.17 GiB is allocated by PyTorch, and 13.03 MiB is reserved by "
+    "PyTorch but unallocated.\n")
+
+
+def test_without_this_process_the_pool_and_the_context_are_the_job() -> None:
+    rep = kb.diagnose(inputs=[CONTAINER_ELSEWHERE])
+    assert rep.hypotheses[0].cause_id == "oom.other_process_on_gpu"
+    assert not rep.findings
+    own = _evidence(kb.diagnose(inputs=[CONTAINER_OWN]))
+    assert own["oom.other_process_on_gpu"] < 0

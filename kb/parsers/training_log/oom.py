@@ -196,6 +196,12 @@ def _size_facts(line: str, m_new: re.Match[str] | None, m_old: re.Match[str] | N
         if p:
             # the device's used memory less this whole process: other processes' share
             sizes["elsewhere"] = sizes["total"] - sizes["free"] - _mib(*p.groups())
+        elif "reserved" in sizes:
+            # no "this process" (NVML gives host PIDs in a container, so the job is one of the
+            # "Process N" entries, or NVML is missing): as in the older wording, used memory not
+            # in PyTorch's pool, less this process's own context at most
+            sizes["elsewhere"] = (sizes["total"] - sizes["free"] - sizes["reserved"]
+                                  - CONTEXT_ALLOWANCE_MIB)
     elif m_old:
         g = m_old.groups()
         sizes = {
