@@ -665,8 +665,15 @@ _DTYPES: dict[str, tuple[str, ...]] = {
 _CHECKPOINT_FP8 = re.compile(r"(?i)(?<=[a-z0-9])-(?:fp8|float8)(?![a-z0-9])")
 #: serving engines -> the InferenceFacts.engine value
 _ENGINES: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm",),
-    "sglang": ("sglang",),
+    # an engine's own flags name it too: vLLM's engine args (vllm/engine/arg_utils.py) and
+    # SGLang's server args (sglang/srt/server_args.py) that the other does not have
+    "vllm": ("vllm", "gpu-memory-utilization", "gpu_memory_utilization", "enforce-eager",
+             "enforce_eager", "max-num-seqs", "max_num_seqs", "max-num-batched-tokens",
+             "max_num_batched_tokens"),
+    "sglang": ("sglang", "mem-fraction-static", "mem_fraction_static", "max-running-requests",
+               "max_running_requests", "cuda-graph-max-bs", "cuda_graph_max_bs",
+               "disable-radix-cache", "disable_radix_cache", "chunked-prefill-size",
+               "chunked_prefill_size"),
     "tensorrt-llm": ("tensorrt-llm", "tensorrt_llm", "trt-llm", "trtllm", "tensorrt llm"),
     "tgi": ("text-generation-inference", "tgi"),
     "lmdeploy": ("lmdeploy",),

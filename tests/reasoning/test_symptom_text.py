@@ -131,6 +131,13 @@ def test_dtypes(text: str, dtype: str | None) -> None:
     ("llama.cpp with -ngl 99", "llama.cpp"), ("ollama or vllm for two users?", None),
     # near-miss: the model family is no runner
     ("llama 3 8b on one 4090 is slow", None),
+    # an engine's own flags name it: SGLang's server args, vLLM's engine args
+    ("with --mem-fraction-static 0.8 the server still OOMs", "sglang"),
+    ("raising cuda-graph-max-bs to 160 made decode fast again", "sglang"),
+    ("set gpu_memory_utilization=0.95 and max_num_seqs=256", "vllm"),
+    # near-misses: the setting said in plain words names no engine; both engines' flags, none
+    ("gpu memory utilization stays at 90 %", None),
+    ("--max-num-seqs in one server, --max-running-requests in the other", None),
 ])
 def test_engines(text: str, engine: str | None) -> None:
     assert extract(text).get("inference", {}).get("engine") == engine
