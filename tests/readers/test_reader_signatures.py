@@ -592,6 +592,14 @@ def test_pytorch_xla_debug_output_is_a_compile_problem(tmp_path) -> None:
     ("invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'", True),
     # near-miss: the interface it did find
     ("node1:123:123 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>", False),
+    # Gloo's enforce when GLOO_SOCKET_IFNAME (or the host name) has no address here
+    # (gloo/transport/tcp/device.cc), for an interface and for a host name
+    ("RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != "
+     "nullptr. Unable to find address for: ib0", True),
+    ("RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:222] rp != nullptr. "
+     "Unable to find address for: node-17", True),
+    # near-miss: another program's lookup failure in the same words
+    ("Unable to find address for: www.example.com", False),
 ])
 def test_no_socket_interface_is_a_wrong_ifname(line: str, fires: bool) -> None:
     m = Matcher()
