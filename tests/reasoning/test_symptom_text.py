@@ -470,6 +470,25 @@ def test_generic_slowness_beside_a_serving_launch_is_about_serving(kn) -> None:
     assert rep.branches[:1] == ["oom"]
 
 
+@pytest.mark.parametrize(("text", "first"), [
+    # memory said to be gone as the framework starts: its up-front pool, as much as a model too
+    # large (the pool sits under "right at start" too)
+    ("When I import jax, GPU memory immediately fills up: 60GB is already taken up on a H100 "
+     "before anything runs", "oom.framework_preallocation"),
+    ("vllm takes up the GPU memory as soon as it starts loading, much more than the model's "
+     "weights", "oom.framework_preallocation"),
+    # near-misses: a model too large to load, or an OOM at the first step, with no pool named
+    ("CUDA out of memory when loading the model: a 70B model in fp16 on one 24GB card",
+     "oom.startup_too_large"),
+    ("CUDA out of memory at the first step of training", "oom.startup_too_large"),
+])
+def test_memory_gone_at_start_names_a_pool_when_a_framework_reserves_one(
+        kn, text: str, first: str) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    assert rep.hypotheses[0].cause_id == first
+    assert not rep.findings
+
+
 def test_memory_on_gpu0_is_an_oom_question(kn) -> None:
     rep = kb.diagnose({"symptom_text": "The processes on GPUs 1, 2 and 3 are each taking up memory on GPU0"},
                       knowledge=kn)
