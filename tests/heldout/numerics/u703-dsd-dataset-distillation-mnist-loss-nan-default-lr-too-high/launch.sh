@@ -1,0 +1,1 @@
+python main.py --mode distill_basic --dataset MNIST --arch LeNet

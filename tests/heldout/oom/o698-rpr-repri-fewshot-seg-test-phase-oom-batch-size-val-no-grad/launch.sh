@@ -1,0 +1,1 @@
+bash scripts/train.sh pascal 0 [0,1] 50
