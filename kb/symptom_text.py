@@ -129,6 +129,9 @@ _MEMORY_FULL = re.compile(
     r"\d+(?:\.\d+)?\s*(?:g|gb|gib)\s+of\s+(?:(?:gpu|cuda|video)\s+)?(?:memory|vram)\b[^.;!?\n]{0,30}?"
     r"\b(?:seems?|looks?|is)\s+(?:(?:very|quite|so|too|rather|pretty)\s+)?high\b"
     r"|(?:显存|(?:GPU|gpu|显卡)\s?的?\s?内存)[^，。,.;；\n]{0,8}?(?<!没)(?<!未)(?<!不)(?:占满|满了|打满|用满)")
+#: "out of memory" typed in a hurry: a word run together or a letter dropped ("outof Memory",
+#: "out o memory", "ot of memory"); not "out of my memory", not "lot of memory"
+_OOM_TYPO = re.compile(r"(?i)(?<![a-z])(?:outof|out\s+o|ot\s+of)\s*memory\b")
 #: the card's memory said to overflow with words between ("32g显存直接溢出了"): 显存溢出, an OOM, not
 #: a numeric overflow (溢出 alone is one)
 _VRAM_OVERFLOW = re.compile(r"显存[^，。,.;；!?！？\s]{0,6}?溢出"
@@ -348,6 +351,8 @@ def _norm_text(text: str) -> str:
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
+    if "emory" in text or "EMORY" in text:
+        text = _OOM_TYPO.sub("out of memory", text)
     if "verflow" in text:
         text = _SPILL.sub(" spills into system ram ", text)
     text = _memory_taken(text)

@@ -489,6 +489,24 @@ def test_memory_gone_at_start_names_a_pool_when_a_framework_reserves_one(
     assert not rep.findings
 
 
+@pytest.mark.parametrize(("text", "typo"), [
+    # "out of memory" typed in a hurry reads as written right
+    ("CUDA outof Memory after 3 epochs", True),
+    ("The first epoch is ok, but the test phase will out o memory", True),
+    ("sliding window inference runns ot of memory if the roi is small", True),
+    # near-misses: "a lot of memory", "out of my memory budget", "not of memory"
+    ("training takes a lot of memory on one card", False),
+    ("I ran out of my memory budget", False),
+    ("the problem is not of memory but of speed", False),
+])
+def test_a_mistyped_out_of_memory_is_still_one(kn, text: str, typo: bool) -> None:
+    from kb.symptom_text import _norm_text
+
+    assert ("out of memory" in _norm_text(text).lower()) is typo
+    if typo:
+        assert "oom" in classify(text, kn)
+
+
 def test_memory_on_gpu0_is_an_oom_question(kn) -> None:
     rep = kb.diagnose({"symptom_text": "The processes on GPUs 1, 2 and 3 are each taking up memory on GPU0"},
                       knowledge=kn)
