@@ -1033,9 +1033,6 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
     # a product name's parts are no words of the user's ("deepseek-vl2-small model"); the
     # yields still read the whole text (a model's family places a job in serving)
     plain = _HYPHEN_NAME.sub(" ", plain)
-    if one_used:
-        # "it only uses one GPU" of the four given: also in the knowledge's words for it
-        plain += " \n only uses one gpu"
     alone = works_alone(text) if text else set()
     # (what several nodes add is the network between them, a collective's branch; what several
     # GPUs add may be memory on GPU 0, a collective or a DDP check)
