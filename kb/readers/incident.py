@@ -61,7 +61,13 @@ _ENV_FIELD = re.compile(
     r"|^\s*Collecting environment information|^\s*/\S+\.so(?:\.\d+)*\s*$"
     r"|^\s*[A-Z][\w ()/.-]{0,40}:\s{3,}\S|^\s*\[(?:pip3?|conda)\]\s"
     # a report's "Name: ..., Version: 3.10.10, ..." fields on one line
-    r"|^[^\n]{0,60}\bVersion:\s*v?\d", re.I)
+    r"|^[^\n]{0,60}\bVersion:\s*v?\d"
+    # `nvcc --version`'s banner ("nvcc: NVIDIA (R) Cuda compiler driver", "Cuda compilation tools,
+    # release 11.8, V11.8.89", "Build cuda_11.8.r11.8/compiler.31833905_0"), also quoted as a field
+    # (OpenMMLab's collect_env: "'NVCC': 'Cuda compilation tools, release 11.7, V11.7.99'"): the
+    # toolkit's version, not a compilation the job waits on
+    r"|^\s*nvcc: NVIDIA \(R\) Cuda compiler driver|^[^\n]{0,40}Cuda compilation tools, release \d"
+    r"|^\s*Build cuda_\S+/compiler\.", re.I)
 #: a card's size stated as a spec ("VRAM: 10240 MiB", "GPU memory: 24 GB"): the setup, not a
 #: memory symptom
 _CARD_SIZE = re.compile(r"\b(?:VRAM|GPU memory|total memory|显存)\s*[:=]\s*\d[\d.,]*\s*(?:[KMGT]i?B|[KMGT])\b",

@@ -190,6 +190,22 @@ def test_a_collect_env_report_has_no_prose() -> None:
     assert prose(["Is debug build: False", said]).strip().endswith("the loss goes nan after the upgrade")
 
 
+def test_the_cuda_toolkits_banner_has_no_prose() -> None:
+    # `nvcc --version` as NVIDIA's CUDA installation guide shows it, and the same version quoted as
+    # a field by OpenMMLab's collect_env: the toolkit's version, no compilation that is slow
+    from kb.readers.incident import prose
+
+    banner = ["nvcc: NVIDIA (R) Cuda compiler driver", "Copyright (c) 2005-2022 NVIDIA Corporation",
+              "Built on Wed_Sep_21_10:33:58_PDT_2022", "Cuda compilation tools, release 11.8, V11.8.89",
+              "Build cuda_11.8.r11.8/compiler.31833905_0",
+              " 'NVCC': 'Cuda compilation tools, release 11.7, V11.7.99',"]
+    assert "compil" not in prose(banner).lower()
+    assert "compile" not in kb.diagnose(inputs=["\n".join(banner) + "\n"]).branches
+    # near-miss: the reporter's own words about a compilation still count
+    said = "the CUDA compilation of the extension takes 40 minutes"
+    assert prose([*banner, said]).strip().endswith(said)
+
+
 def test_the_kind_of_job_opens_its_branch_when_nothing_else_does() -> None:
     # a serving engine's launch command alone: a serving job, its settings the evidence
     launch = "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --enforce-eager --max-num-seqs 8\n"
