@@ -707,7 +707,10 @@ def test_stable_diffusion_nan_check_near_misses(text: str) -> None:
      "instead\")", True),
     ("whisper/transcribe.py:126: UserWarning: Performing inference on CPU when CUDA is available\n"
      "  warnings.warn(\"Performing inference on CPU when CUDA is available\")", True),
+    # ColabFold's device check (colabfold/batch.py), as colabfold_batch logs it
+    ("2024-01-18 10:21:07,553 WARNING: no GPU detected, will be using CPU", True),
     # near-misses: the job is on the GPU
+    ("2024-01-18 10:21:07,553 Running on GPU", False),
     ("GPU available: True (cuda), used: True", False),
     ("GPU available: True, used: True", False),
     ("2021-08-06 21:37:14.147021: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device "
