@@ -23,7 +23,7 @@ from kb.engine.errors import KnowledgeError
 from kb.factpath import get_fact, set_fact
 
 #: bumped when the row layout changes (the JSON cache key holds it)
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
 class GpuModel(NamedTuple):
@@ -37,6 +37,8 @@ class GpuModel(NamedTuple):
     examples: tuple[str, ...]
     #: (smallest, largest) memory in GiB of the products the entry covers; None: not listed
     memory_gib: tuple[int, int] | None = None
+    #: the products whose half-precision path is known to return NaN (GTX 16-series, TU116/TU117)
+    fp16_nan_prone: bool = False
 
 
 Rows = tuple[tuple[re.Pattern[str], GpuModel], ...]
@@ -55,6 +57,7 @@ def _validate(path: Path, data: Any) -> list[GpuModel]:
         nvlink: bool | None = None
         examples: list[str] = Field(min_length=1)
         memory_gib: tuple[int, int] | None = None
+        fp16_nan_prone: bool = False
 
         @field_validator("memory_gib")
         @classmethod
@@ -83,8 +86,8 @@ def _validate(path: Path, data: Any) -> list[GpuModel]:
     except ValidationError as exc:
         raise KnowledgeError(str(path), str(exc).splitlines()[0],
                              problems=[f"{path}: {e['loc']}: {e['msg']}" for e in exc.errors()]) from None
-    return [GpuModel(r.match, r.compute_capability, r.nvlink, tuple(r.examples), r.memory_gib)
-            for r in t.gpus]
+    return [GpuModel(r.match, r.compute_capability, r.nvlink, tuple(r.examples), r.memory_gib,
+                     r.fp16_nan_prone) for r in t.gpus]
 
 
 def _rows(models: list[GpuModel]) -> Rows:
@@ -128,7 +131,7 @@ def table() -> Rows:
     cached = None if d is None else d / f"gpus-{key}.json"
     if cached is not None:
         try:
-            rows = [GpuModel(r[0], r[1], r[2], tuple(r[3]), tuple(r[4]) if r[4] else None)
+            rows = [GpuModel(r[0], r[1], r[2], tuple(r[3]), tuple(r[4]) if r[4] else None, bool(r[5]))
                     for r in json.loads(cached.read_text(encoding="utf-8"))]
             return _rows(rows)
         except (OSError, ValueError, TypeError, IndexError):
@@ -184,6 +187,9 @@ def complete(facts: dict[str, Any]) -> list[str]:
     if get_fact(facts, "gpu.compute_capability") is None:
         set_fact(facts, "gpu.compute_capability", g.compute_capability)
         notes.append(f"gpu.compute_capability = {g.compute_capability} (from gpu.name {name!r})")
+    if g.fp16_nan_prone and get_fact(facts, "gpu.fp16_nan_prone") is None:
+        set_fact(facts, "gpu.fp16_nan_prone", True)
+        notes.append(f"gpu.fp16_nan_prone = true ({name!r} is a GTX 16-series card)")
     # the interconnect matters between GPUs only: one card has none to speak of
     many = any(isinstance(v, int) and v >= 2 for v in (
         get_fact(facts, "gpu.count"), get_fact(facts, "inference.tensor_parallel_size"),

@@ -270,6 +270,9 @@ _HOST_MEMORY_OUT = re.compile(
 #: phrase also reads without it ("runs on cpu"), as the vocabulary writes it
 _FOCUS = re.compile(r"(?i)\b([a-z]+)\s+(?:only|just|entirely|solely|exclusively|completely)\s+"
                     r"((?:on|in|to|with|from|at)\s+(?:the\s+|a\s+|my\s+)?[\w.-]+)")
+#: "keeps on increasing", "kept on growing": the phrase also reads without its "on" ("keeps
+#: increasing"), as the vocabulary writes it
+_KEEPS_ON = re.compile(r"(?i)\b(keeps?|kept|keeping)\s+on\s+([a-z]+ing)\b")
 #: the end of a comparison with another setup ("8x slower than on a single node")
 _THAN = re.compile(r"(?i)\bthan\s+(?:on\s+|with\s+|using\s+)?(?:a\s+|the\s+)?$")
 #: "every 1000 steps", "every 500 iterations": a period, which the vocabulary writes "every n steps"
@@ -319,8 +322,11 @@ _INIT_HANG = re.compile(r"(?i)" + _INIT_WORD + _SAME_MOMENT + _HANG_WORD
 
 
 #: a product name of three or more hyphen-joined parts, one with a digit ("deepseek-vl2-small",
-#: "llama-2-7b-chat"): the words inside it are its name, not the user's ("small model")
-_HYPHEN_NAME = re.compile(r"(?<![\w.-])(?=[\w.-]*\d)[A-Za-z][\w.]*(?:-[\w.]+){2,}(?![\w-])")
+#: "llama-2-7b-chat"): the words inside it are its name, not the user's ("small model"). Its
+#: parts are ASCII: Chinese glues words to a name with no space ("qwen3.5-27B训练时长是qwen3-32b"),
+#: and those words are the user's
+_HYPHEN_NAME = re.compile(r"(?<![A-Za-z0-9_.-])(?=[A-Za-z0-9_.-]*\d)[A-Za-z][A-Za-z0-9_.]*"
+                          r"(?:-[A-Za-z0-9_.]+){2,}(?![A-Za-z0-9_-])")
 
 #: a C/C++ source location, as glog-style lines start ("W tensorflow/compiler/jit/
 #: mark_for_compilation_pass.cc:1412]"): where a message was printed from, not what it says (a
@@ -345,8 +351,9 @@ def _norm_text(text: str) -> str:
     the size a job takes "memory occupied", the card's memory taken as a module is imported
     "memory taken at import", NaN
     in the gradients "nan gradients", several cards slower than one "多卡更慢", every core
-    counted out "all cores", a phrase with a focus adverb inside it also without it; a GPU's RAM
-    reads "vram"."""
+    counted out "all cores", a phrase with a focus adverb inside it also without it, "keeps on
+    growing" also "keeps growing", results said to differ from a reference "wrong results"; a
+    GPU's RAM reads "vram"."""
     text = _SOURCE_PATH.sub(" ", _PERSON_STUCK.sub(" ", _PCIE_MODEL.sub(r"\1", text)))
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
@@ -385,6 +392,8 @@ def _norm_text(text: str) -> str:
         parts.append("多卡更慢")
     if _EVERY_N.search(text):
         parts.append("every n steps")
+    if ("esult" in text or "utput" in text or "结果" in text) and _RESULT_MISMATCH.search(text):
+        parts.append("wrong results")
     if "ll " in text and _ALL_N_CORES.search(text):  # "all 36 cores", "All 64 threads"
         parts.append("all cores")
     if _EPOCH_TIME.search(text):
@@ -392,6 +401,8 @@ def _norm_text(text: str) -> str:
     if _SLOWING_TRAINING.search(text):
         parts.append("slowed down training")
     parts += [f"{m.group(1)} {m.group(2)}" for m in _FOCUS.finditer(text)]
+    if "keep" in tl or "kept" in tl:
+        parts += [f"{m.group(1)} {m.group(2)}" for m in _KEEPS_ON.finditer(text)]
     return low + " \n " + _norm(" ; ".join(parts)) if parts else low
 
 
@@ -808,6 +819,21 @@ _LATER_IN_RUN = re.compile(
     r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
     r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
 
+#: finite results said to come out wrong or to differ from a reference ("the results from RTX 3090
+#: were totally different", "output mismatch", "jax einsum has different results between CPU and
+#: GPU", "can't get correct results on 3090"): numerics.reference_mismatch; not a difference "in
+#: speed" or "of memory", which is another question
+_NOT_OF_SPEED = r"(?!\s+(?:in\s+|of\s+)?(?:speed|time|timing|performance|latency|throughput|memory))"
+_RESULT_MISMATCH = re.compile(
+    r"(?i)\b(?:different|wrong|incorrect|inaccurate|inconsistent)\s+(?:results?|outputs?)\b"
+    r"|\b(?:results?|outputs?)\s+(?:are\s+|were\s+|is\s+|was\s+)?(?:totally\s+|completely\s+|quite\s+|very\s+)?"
+    r"(?:different|wrong|incorrect|inconsistent|mismatch(?:es|ed)?)\b" + _NOT_OF_SPEED +
+    r"|\b(?:differs?|different)\s+(?:from|between)\s+(?:the\s+)?(?:cpu|gpu|numpy|tpu)\b"
+    r"|\b(?:can't|cannot|can not|doesn't|does not|didn't|did not|don't|not)\s+(?:get|give|return|produce)?\s*"
+    r"(?:the\s+)?correct\s+results?\b"
+    r"|\b(?:results?|outputs?)\b[^.;!?\n]{0,80}?\b(?:totally|completely)\s+different\b" + _NOT_OF_SPEED +
+    r"|结果不一致|结果不同|结果错误|结果不对")
+
 #: the user's machine said to run Windows ("Windows 11", "win10", "on Windows", "WSL2" (CUDA in
 #: WSL goes through the Windows driver), "windows系统"); not a window of time or a sliding window
 _WINDOWS_SAID = re.compile(r"(?i)(?<![A-Za-z0-9_-])(?:windows\s*(?:7|8|10|11|server|pc|machine|laptop|desktop"
@@ -889,6 +915,10 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         # or the host's ("the memory (no cuda memory) keeps increasing and the program is
         # killed"), with no word of the card's running out
         _set(facts, "oom.device_memory_said", False)
+    if branch == "numerics" and _RESULT_MISMATCH.search(text) and not _NONFINITE_WORDS.search(text):
+        # the numbers come out finite but wrong against a reference: what the reduced-precision
+        # question asks (a NaN named in the text is the other way through the graph)
+        _set(facts, "numerics.reference_mismatch", True)
     if branch == "oom" and not m.steps and _LATER_IN_RUN.search(text):
         # as a step number below, without the number: the OOM came in the training loop
         _set(facts, "oom.phase", "loop")

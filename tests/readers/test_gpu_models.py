@@ -112,6 +112,20 @@ def test_complete_adds_only_what_was_not_measured() -> None:
     assert "distributed" not in board  # NVLink depends on the board: unknown
 
 
+@pytest.mark.parametrize(("name", "prone"), [
+    # the GTX 16 series (TU116/TU117): fp16 NaN on these chips only (pytorch/pytorch#58123)
+    ("NVIDIA GeForce GTX 1660 Ti", True), ("NVIDIA GeForce GTX 1650", True), ("GTX1660 SUPER", True),
+    # near-misses: the same compute capability (7.5) with a sound fp16 path
+    ("NVIDIA GeForce RTX 2060", False), ("NVIDIA GeForce RTX 2080 Ti", False), ("Tesla T4", False),
+])
+def test_the_gtx_16_series_is_marked_fp16_nan_prone(name: str, prone: bool) -> None:
+    g = lookup(name)
+    assert g is not None and g.compute_capability == 7.5 and g.fp16_nan_prone is prone
+    facts = {"gpu": {"name": name}}
+    complete(facts)
+    assert facts["gpu"].get("fp16_nan_prone", False) is prone
+
+
 def test_the_reasoning_uses_what_the_name_tells() -> None:
     facts = {"symptom": "inference", "inference": {"engine": "vllm", "tensor_parallel_size": 2},
              "gpu": {"name": "NVIDIA GeForce RTX 4090"}}

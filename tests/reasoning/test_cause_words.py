@@ -123,6 +123,9 @@ def test_ram_is_host_memory(text: str, named: bool) -> None:
      "oom.framework_preallocation", True),
     ("I get an error when importing torch", "oom.framework_preallocation", False),
     ("GPU memory fills up after 100 steps", "oom.framework_preallocation", False),
+    # "keeps on increasing" reads as "keeps increasing"; "keep on trying" names nothing
+    ("After each batch the GPU memory allocation keeps on increasing.", "oom.tensors_not_released", True),
+    ("I keep on trying smaller batches but it still runs out of memory", "oom.tensors_not_released", False),
     # NaN said of the gradients, not of the grad norm (every gradient of an overflowed loss)
     ("F.normalize(p=1) gives NaN gradients. Manually dividing by the sum works.",
      "numerics.log_sqrt_at_zero", True),

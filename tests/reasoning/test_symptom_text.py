@@ -298,6 +298,9 @@ def test_joined_api_names_are_read_apart(text: str, branch: str, named: bool) ->
     ("I get around 16 hours for one epoch on COCO", "gpu_util"),
     ("running resnet50 on an image set is taking 4 hours an epoch", "gpu_util"),
     ("each epoch takes ~1h on 4x4090", "gpu_util"),
+    # a black picture or video out of a generator, in Chinese as in English
+    ("修改精度为 fp16 推理，生成视频黑屏", "numerics"),
+    ("SDXL 用 fp16 推理出图全是黑图", "numerics"),
 ])
 def test_everyday_words_name_their_branch(text: str, branch: str) -> None:
     from kb.loaded import load_knowledge
@@ -821,6 +824,9 @@ def test_a_causes_words_name_its_branch_and_lead(text: str, cause: str) -> None:
     # the GPU said not to be found, in the singular too (nougat's "WARNING:root:No GPU found")
     ("converting a PDF prints WARNING:root:No GPU found, but my machine has a modern nvidia GPU",
      "gpu_util", "gpu_util.no_gpu_in_use"),
+    # the GPU said not to be recognized by the program (as "detect" and "see" above)
+    ("I installed it on two workstations and in both cases it does not recognize the GPUs", "gpu_util",
+     "gpu_util.no_gpu_in_use"),
 ])
 def test_more_everyday_phrasings(kn, text: str, branch: str, cause: str | None) -> None:
     from kb.symptom_text import name_causes
@@ -1396,6 +1402,13 @@ def test_windows_said_is_the_machine(text: str, windows: bool | None) -> None:
     ("I cannot load the deepseek-vl2-small model on my 3090, it does not fit", "oom"),
     # ... but the whole name still places a job in serving (a model family)
     ("Low GPU utilization when running Deepseek-r1-distill-llama-8B", "inference"),
+    # Chinese glues its words to a name with no space: "训练时长" beside "qwen3.5-27B" and
+    # "qwen3-32b" is the user's (a training's duration), not part of a product name
+    ("同样的iteration数，qwen3.5-27B训练时长是qwen3-32b的5-6倍", "gpu_util"),
+    # a screen gone dark for a moment beside slow serving: the slowness is the question
+    ("推理很慢，每次生成都要一分钟，屏幕还黑屏了一下", "inference"),
+    # ... while the name itself, glued to Chinese, is still only a name ("small" is no word)
+    ("显存不够，加载deepseek-vl2-small模型就报错", "oom"),
     # a model or batch said not to fit is a memory question (a weak word), in either language
     ("I tried to run Llama 70B on NVIDIA A10G and it does not fit.", "oom"),
     ("模型太大，单卡放不下", "oom"),
