@@ -187,9 +187,12 @@ def complete(facts: dict[str, Any]) -> list[str]:
     if get_fact(facts, "gpu.compute_capability") is None:
         set_fact(facts, "gpu.compute_capability", g.compute_capability)
         notes.append(f"gpu.compute_capability = {g.compute_capability} (from gpu.name {name!r})")
-    if g.fp16_nan_prone and get_fact(facts, "gpu.fp16_nan_prone") is None:
-        set_fact(facts, "gpu.fp16_nan_prone", True)
-        notes.append(f"gpu.fp16_nan_prone = true ({name!r} is a GTX 16-series card)")
+    if get_fact(facts, "gpu.fp16_nan_prone") is None:
+        # a card the table knows is either of the GTX 16 family or not: "not" rules that
+        # family's fp16 fault out as surely as "is" raises it (only "is" is worth a note)
+        set_fact(facts, "gpu.fp16_nan_prone", g.fp16_nan_prone)
+        if g.fp16_nan_prone:
+            notes.append(f"gpu.fp16_nan_prone = true ({name!r} is a GTX 16-series card)")
     # the interconnect matters between GPUs only: one card has none to speak of
     many = any(isinstance(v, int) and v >= 2 for v in (
         get_fact(facts, "gpu.count"), get_fact(facts, "inference.tensor_parallel_size"),

@@ -819,6 +819,12 @@ _LATER_IN_RUN = re.compile(
     r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
     r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
 
+#: the card a problem is said to happen on only ("this only happens on GTX1660ti devices", "it
+#: occurs only with my 3090"): the one of several named that the job ran on
+_ONLY_VERB = r"(?:happens?|occurs?|appears?|fails?|crashes|breaks|shows\s+up)"
+_ONLY_ON = re.compile(rf"(?i)(?:\bonly\s+{_ONLY_VERB}|\b{_ONLY_VERB}\s+only)\s+(?:on|with)\s+"
+                      r"(?P<card>[^.,;:\n]{2,40})")
+
 #: finite results said to come out wrong or to differ from a reference ("the results from RTX 3090
 #: were totally different", "output mismatch", "jax einsum has different results between CPU and
 #: GPU", "can't get correct results on 3090"): numerics.reference_mismatch; not a difference "in
@@ -862,6 +868,14 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, "inference.engine", m.engines[0])
     if len(m.gpus) == 1:
         _set(facts, "gpu.name", m.gpus[0])
+    elif len(m.gpus) > 1:
+        # several cards compared ("only happens on GTX1660ti devices; on a K80 / RTX2070
+        # everything works fine"): the one the problem is said to happen on only is the job's
+        from kb.gpu_models import named_in
+
+        only = {n.upper() for t in _ONLY_ON.finditer(text) for n in named_in(t.group("card"))}
+        if len(only) == 1:
+            _set(facts, "gpu.name", next(n for n in m.gpus if n.upper() in only))
     from kb import prose_sizes
 
     for path, value in (("distributed.nnodes", prose_sizes.nodes(text)),

@@ -47,6 +47,11 @@ _HF_GPU = re.compile(r"^\s*-\s+GPU type:\s*(.+?)\s*$")
 _LT_GPU_HEAD = re.compile(r"^([ \t]*)-\s+GPU:\s*$")
 _LT_ITEM = re.compile(r"^([ \t]*)-\s+([^:\s][^:]*?)\s*$")
 _LT_PKG = re.compile(r"^\s*-\s+([A-Za-z0-9_.-]+):\s+([0-9][\w.+-]*)\s*$")
+#: a hand-written environment list, as issue templates ask for it ("GPU: GTX 1660 Ti 6GB",
+#: "- GPU:  Quadro RTX 6000", "Graphics card: RTX 3090", "显卡：4090"): the value counts when it
+#: names a product of the GPU table (not "GPU: 0", "GPU: yes")
+_PLAIN_GPU = re.compile(r"^\s*(?:[-*•]\s*)?(?:GPUs?(?:\s+(?:model|type|name)s?)?|Graphics\s+card|Video\s+card|显卡)"
+                        r"\s*[:：]\s*(\S.*?)\s*$", re.I)
 
 
 class EnvReport:
@@ -58,6 +63,8 @@ class EnvReport:
         self.in_gpus = False
         #: the indent of Lightning's "- GPU:" while its list is being read
         self.lt_indent: int | None = None
+        #: products named on hand-written "GPU: ..." lines, each once
+        self.named: list[str] = []
 
     def feed(self, line: str) -> bool:
         """Read one line; True when it was part of an environment report."""
@@ -101,6 +108,16 @@ class EnvReport:
         if m and m.group(1) not in _UNKNOWN:
             set_fact(self.facts, "gpu.name", m.group(1))
             return True
+        m = _PLAIN_GPU.match(line)
+        if m:
+            from kb.gpu_models import named_in
+
+            names = named_in(m.group(1))
+            for n in names:
+                if n.upper() not in (k.upper() for k in self.named):
+                    self.named.append(n)
+            if names:
+                return True
         m = _LT_PKG.match(line)
         if m and m.group(1).lower() in PACKAGES:
             if PACKAGES[m.group(1).lower()] == "torch":
@@ -148,7 +165,10 @@ class EnvReport:
         pkgs.setdefault(key, version[:40])
 
     def finish(self) -> None:
-        """GPU name and count from the ``GPU N:`` list."""
+        """GPU name and count from the ``GPU N:`` list; else the one product the hand-written
+        ``GPU:`` lines name (several, as in a table of machines tried, name none)."""
         if self.gpus:
             set_fact(self.facts, "gpu.name", self.gpus[0])
             set_fact(self.facts, "gpu.count", len(self.gpus))
+        elif len(self.named) == 1:
+            set_fact(self.facts, "gpu.name", self.named[0])

@@ -281,6 +281,24 @@ def test_lightning_env_report() -> None:
     assert got["software"]["packages"] == {"lightning": "2.1.2", "torch": "2.1.1+cu118"}
 
 
+@pytest.mark.parametrize(("text", "name"), [
+    # hand-written environment lists as issue templates ask for them (faster-whisper#310's
+    # "GPU: GTX 1660 Ti 6GB", a vLLM report's "GPU: NVIDIA GeForce RTX 3090 24 GB")
+    ("Kernel: Linux 5.19.0-45\nGPU: GTX 1660 Ti 6GB\n", "GTX 1660 Ti"),
+    ("GPU: NVIDIA GeForce RTX 3090 24 GB", "RTX 3090"),
+    ("GPU: 2x V100", "V100"),
+    ("显卡：RTX 4090", "RTX 4090"),
+    # near-misses: no product of the table, a count, two products (a table of machines tried)
+    ("GPU: 0", None),
+    ("* Num GPU: 4", None),
+    ("GPU: yes (CUDA 12.1)", None),
+    ("✅ GPU: L40     Driver Version: 525.116.04\n❌ GPU: 2x4090  Driver Version: 545.29.06", None),
+    ("GPUs: RTX 5060 Ti (16GB, primary) + RTX 3060 (12GB, secondary)", None),
+])
+def test_a_hand_written_gpu_line_names_the_card(text: str, name: str | None) -> None:
+    assert facts_of(text).get("gpu", {}).get("name") == name
+
+
 @pytest.mark.parametrize("text", [
     # a hand-written bullet list: the GPU on the same line, the next bullet at the same depth
     "- GPU:  Quadro RTX 6000\n- wandb, version 0.10.31\n",
