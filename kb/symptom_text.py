@@ -819,6 +819,17 @@ _LATER_IN_RUN = re.compile(
     r"|\bin\s+the\s+middle\s+of\s+(?:the\s+)?training\b|\bmid[- ]training\b"
     r"|训着训着|(?:训练|运行|跑)了?(?:一段时间|一会儿?|几个\s*epoch)|训练中途")
 
+#: the OOM said to come as the run resumes from a checkpoint ("when loading from checkpoint",
+#: "OOM on resume", "resuming training from a checkpoint", 断点续训): oom.on_resume, what the
+#: resume check would establish (the same run from scratch is the one that fitted)
+_ON_RESUME = re.compile(
+    r"(?i)\b(?:when|on|after|while|upon)\s+(?:resum\w*|restart\w*\s+(?:the\s+)?(?:training|job)"
+    r"|(?:re)?load\w*\s+(?:from\s+)?(?:the\s+|a\s+|an\s+|my\s+)?(?:existing\s+|saved\s+|last\s+|previous\s+)?"
+    r"(?:checkpoint|ckpt)s?)\b"
+    r"|\bresum(?:e|es|ed|ing)\s+(?:the\s+|my\s+)?(?:training\s+|run\s+)?from\s+(?:a\s+|the\s+|my\s+)?"
+    r"(?:saved\s+|last\s+|previous\s+)?(?:checkpoint|ckpt)"
+    r"|断点续训|恢复训练|续训")
+
 #: the card a problem is said to happen on only ("this only happens on GTX1660ti devices", "it
 #: occurs only with my 3090"): the one of several named that the job ran on
 _ONLY_VERB = r"(?:happens?|occurs?|appears?|fails?|crashes|breaks|shows\s+up)"
@@ -933,6 +944,8 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         # the numbers come out finite but wrong against a reference: what the reduced-precision
         # question asks (a NaN named in the text is the other way through the graph)
         _set(facts, "numerics.reference_mismatch", True)
+    if branch == "oom" and _ON_RESUME.search(text):
+        _set(facts, "oom.on_resume", True)
     if branch == "oom" and not m.steps and _LATER_IN_RUN.search(text):
         # as a step number below, without the number: the OOM came in the training loop
         _set(facts, "oom.phase", "loop")

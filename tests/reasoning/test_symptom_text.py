@@ -106,6 +106,35 @@ def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
     assert "oom.long_input_at_step" in later[:3]
 
 
+@pytest.mark.parametrize("text,resume", [
+    # an OOM said to come as the run resumes from a checkpoint (transformers#24064's shape,
+    # our words): what the resume check establishes
+    ("When loading from checkpoint, I run into CUDA OOM loading optimizer states", True),
+    ("CUDA out of memory on resume, with the same params that trained fine", True),
+    ("OOM after resuming training from a checkpoint", True),
+    ("断点续训的时候显存不够了", True),
+    # near-misses: a checkpoint saved, a model loaded, "restart" of a machine say nothing of it
+    ("CUDA out of memory when saving a checkpoint", None),
+    ("CUDA out of memory when loading the model", None),
+    ("after restarting the machine it still runs out of memory", None),
+])
+def test_an_oom_on_resume_is_read(text: str, resume: bool | None) -> None:
+    assert extract(text, branch="oom").get("oom", {}).get("on_resume") is resume
+    # read for an OOM only: a NaN on resume is another question (numerics.resume_state_mismatch)
+    assert "on_resume" not in extract(text, branch="numerics").get("oom", {})
+
+
+def test_an_oom_on_resume_leads_with_the_checkpoints_copy(kn) -> None:
+    # a configuration too large would not have fitted from scratch: it is ruled out, and the
+    # checkpoint's copy on the GPU leads
+    rep = kb.diagnose(symptom="CUDA out of memory when loading from checkpoint; from scratch it trains fine")
+    assert rep.hypotheses[0].cause_id == "oom.resume_state_on_gpu"
+    assert "oom.startup_too_large" in {r.cause_id for r in rep.ruled_out}
+    # near-miss: an OOM loading the model is still a start-up question
+    rep = kb.diagnose(symptom="CUDA out of memory when loading the model")
+    assert "oom.startup_too_large" not in {r.cause_id for r in rep.ruled_out}
+
+
 @pytest.mark.parametrize("text,dtype", [
     ("bf16 training", "bf16"), ("torch.bfloat16", "bf16"), ("用半精度训练", "fp16"),
     ("FP8 e4m3", "fp8"), ("fp32 baseline", "fp32"), ("fp16 vs bf16", None), ("fp160", None),
