@@ -358,6 +358,8 @@ def _norm_text(text: str) -> str:
     text = _CROSS_VALIDATION.sub("crossfold", _BUILD_COMPILE.sub(" built ", text))
     text = _MEMORY_FULL.sub(" card full ", _CPU_IDLE.sub(" cpu idle ", _ENV_TEMPLATE_DEVICES.sub(" ", text)))
     text = _GPU_RAM.sub("vram", _VRAM_OVERFLOW.sub("显存溢出", text))
+    if "rint" in text or "ogging" in text:
+        text = _DIAGNOSTIC_OUTPUT.sub(" shows ", text)
     if "emory" in text or "EMORY" in text:
         text = _OOM_TYPO.sub("out of memory", text)
     if "verflow" in text:
@@ -829,6 +831,13 @@ _ON_RESUME = re.compile(
     r"|\bresum(?:e|es|ed|ing)\s+(?:the\s+|my\s+)?(?:training\s+|run\s+)?from\s+(?:a\s+|the\s+|my\s+)?"
     r"(?:saved\s+|last\s+|previous\s+)?(?:checkpoint|ckpt)"
     r"|断点续训|恢复训练|续训")
+
+#: a tool's diagnostic output ("JAX also prints out this", "I printed out the engine profiles",
+#: "verbose logging of the inference session", "jax's compile logging"): what the user looked at,
+#: not a print or logging call inside the compiled code (compile.print_in_forward)
+_DIAGNOSTIC_OUTPUT = re.compile(
+    r"(?i)\bprint(?:s|ed|ing)?\s+out\b"
+    r"|\b(?:verbose|debug|detailed|compile|compilation|compiler|info[- ]level)\s+logging\b")
 
 #: the card a problem is said to happen on only ("this only happens on GTX1660ti devices", "it
 #: occurs only with my 3090"): the one of several named that the job ran on

@@ -1592,3 +1592,34 @@ def test_the_gpu_at_work_is_no_count_of_the_machines(text: str) -> None:
 def test_one_gpu_at_work_is_not_a_one_gpu_machine() -> None:
     text = "Does someone also had only one gpu running while training, even when setting the gpus argument to 4?"
     assert extract(text).get("gpu", {}).get("count") != 1
+
+
+PRINT = "compile.print_in_forward"
+
+
+@pytest.mark.parametrize(("text", "first"), [
+    # a tool's diagnostic output the user looked at (tapnet's "JAX also prints out this",
+    # ONNX Runtime's verbose logging, our words): no print inside the compiled code
+    ("jax.jit inference is very slow and JAX also prints out this in the command line", False),
+    ("torch.compile is slow; I turned on verbose logging of the session to see why", False),
+    ("the compiled step recompiles, as jax's compile logging shows", False),
+    # near-misses: prints and logging the user's code does inside the compiled model
+    ("torch.compile graph breaks: we use a ton of logging throughout the model's forward", True),
+    ("torch.compile is slow, the forward has a print() call", True),
+])
+def test_a_tools_diagnostic_output_is_no_print_in_the_compiled_code(
+        kn, text: str, first: bool) -> None:
+    rep = kb.diagnose({"symptom_text": text}, knowledge=kn)
+    assert (rep.hypotheses[0].cause_id == PRINT) is first
+
+
+def test_tensorrt_alone_is_not_tensorrt_llms_batch_cap(kn) -> None:
+    # ONNX Runtime's TensorRT provider or Torch-TensorRT build engines for any model: their
+    # slowness is no in-flight batching cap
+    rep = kb.diagnose({"symptom_text": "inference with the TensorRT execution provider is much slower "
+                                       "than with the CUDA provider"}, knowledge=kn)
+    assert "inference.trtllm_max_batch_size" not in [h.cause_id for h in rep.hypotheses[:3]]
+    # near-miss: TensorRT-LLM named, with its requests queueing
+    rep = kb.diagnose({"symptom_text": "trtllm-serve throughput plateaus, requests queue at "
+                                       "max_batch_size"}, knowledge=kn)
+    assert rep.hypotheses[0].cause_id == "inference.trtllm_max_batch_size"
