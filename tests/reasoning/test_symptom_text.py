@@ -1623,3 +1623,15 @@ def test_tensorrt_alone_is_not_tensorrt_llms_batch_cap(kn) -> None:
     rep = kb.diagnose({"symptom_text": "trtllm-serve throughput plateaus, requests queue at "
                                        "max_batch_size"}, knowledge=kn)
     assert rep.hypotheses[0].cause_id == "inference.trtllm_max_batch_size"
+
+
+def test_calling_generate_names_no_batching(kn) -> None:
+    # every Hugging Face inference calls model.generate (dolly-v1's report, our words): the call
+    # named is no sign of requests served one at a time
+    rep = kb.diagnose({"symptom_text": "model.generate(input_ids, max_new_tokens=256) takes 3 minutes "
+                                       "per response on the GPU"}, knowledge=kn)
+    assert "inference.batching" not in [h.cause_id for h in rep.hypotheses[:1]]
+    # near-miss: prompts said to be sent one at a time are
+    rep = kb.diagnose({"symptom_text": "vLLM serving is slow, we send the prompts one at a time"},
+                      knowledge=kn)
+    assert rep.hypotheses[0].cause_id == "inference.batching"
