@@ -261,3 +261,28 @@ def test_a_precision_said_of_speed_yields_to_the_loop(text: str, branch: str) ->
 ])
 def test_serving_that_hangs_yields_to_the_collective_branch(text: str, branch: str) -> None:
     assert kb.diagnose(symptom=text).branches[0] == branch
+
+
+@pytest.mark.parametrize(("sentence", "cause_id"), [
+    # words every report of the branch may hold, whatever its cause: a model's embeddings, its
+    # input data, a package's name, a log path, the branch's own subject
+    ("the embedding values come back as NaN", "numerics.embedding_padding"),
+    ("the loss is nan, my input data is a CSV of sensor readings", "numerics.nonfinite_input"),
+    ("generation is slow although flash-attn is installed", "inference.prefill_bound"),
+    ("token generation is slower than in llama.cpp", "inference.decode_bound"),
+    ("NCCL hangs; the log loads libnccl.so.2 from the conda env", "nccl.version_mismatch"),
+])
+def test_generic_words_name_no_cause(sentence: str, cause_id: str) -> None:
+    assert cause_id not in name_causes(sentence, KN)
+
+
+@pytest.mark.parametrize(("sentence", "cause_id"), [
+    # near-misses: the words specific to each cause still name it
+    ("NaN gradients in the embedding rows at padding_idx", "numerics.embedding_padding"),
+    ("there is NaN in the input data before the first step", "numerics.nonfinite_input"),
+    ("prefill is slow for 32k prompts", "inference.prefill_bound"),
+    ("decode is memory-bound at batch size 1", "inference.decode_bound"),
+    ("the two nodes have different nccl versions", "nccl.version_mismatch"),
+])
+def test_specific_words_still_name_their_cause(sentence: str, cause_id: str) -> None:
+    assert cause_id in name_causes(sentence, KN)
