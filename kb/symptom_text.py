@@ -825,7 +825,7 @@ _LATER_IN_RUN = re.compile(
 #: "OOM on resume", "resuming training from a checkpoint", 断点续训): oom.on_resume, what the
 #: resume check would establish (the same run from scratch is the one that fitted)
 _ON_RESUME = re.compile(
-    r"(?i)\b(?:when|on|after|while|upon)\s+(?:resum\w*|restart\w*\s+(?:the\s+)?(?:training|job)"
+    r"(?i)\b(?:when|on|after|while|upon)\s+(?:resum\w*"
     r"|(?:re)?load\w*\s+(?:from\s+)?(?:the\s+|a\s+|an\s+|my\s+)?(?:existing\s+|saved\s+|last\s+|previous\s+)?"
     r"(?:checkpoint|ckpt)s?)\b"
     r"|\bresum(?:e|es|ed|ing)\s+(?:the\s+|my\s+)?(?:training\s+|run\s+)?from\s+(?:a\s+|the\s+|my\s+)?"
@@ -894,8 +894,9 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         from kb.gpu_models import named_in
 
         only = {n.upper() for t in _ONLY_ON.finditer(text) for n in named_in(t.group("card"))}
-        if len(only) == 1:
-            _set(facts, "gpu.name", next(n for n in m.gpus if n.upper() in only))
+        card = next((n for n in m.gpus if n.upper() in only), None) if len(only) == 1 else None
+        if card is not None:
+            _set(facts, "gpu.name", card)
     from kb import prose_sizes
 
     for path, value in (("distributed.nnodes", prose_sizes.nodes(text)),

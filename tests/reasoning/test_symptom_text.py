@@ -117,6 +117,7 @@ def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
     ("CUDA out of memory when saving a checkpoint", None),
     ("CUDA out of memory when loading the model", None),
     ("after restarting the machine it still runs out of memory", None),
+    ("after restarting the job from scratch it runs out of memory at the first step", None),
 ])
 def test_an_oom_on_resume_is_read(text: str, resume: bool | None) -> None:
     assert extract(text, branch="oom").get("oom", {}).get("on_resume") is resume
