@@ -271,6 +271,9 @@ def test_serving_that_hangs_yields_to_the_collective_branch(text: str, branch: s
     ("generation is slow although flash-attn is installed", "inference.prefill_bound"),
     ("token generation is slower than in llama.cpp", "inference.decode_bound"),
     ("NCCL hangs; the log loads libnccl.so.2 from the conda env", "nccl.version_mismatch"),
+    # an API every Hugging Face job calls, a library every vision pipeline imports
+    ("CUDA out of memory in the first step after AutoModel.from_pretrained(name)", "oom.startup_too_large"),
+    ("GPU utilization is low, we read the frames with opencv", "gpu_util.cpu_bound"),
 ])
 def test_generic_words_name_no_cause(sentence: str, cause_id: str) -> None:
     assert cause_id not in name_causes(sentence, KN)
@@ -283,6 +286,8 @@ def test_generic_words_name_no_cause(sentence: str, cause_id: str) -> None:
     ("prefill is slow for 32k prompts", "inference.prefill_bound"),
     ("decode is memory-bound at batch size 1", "inference.decode_bound"),
     ("the two nodes have different nccl versions", "nccl.version_mismatch"),
+    ("out of memory when loading the model: the model is too large for one card", "oom.startup_too_large"),
+    ("GPU utilization is low, image decoding with cv2 keeps the CPU at 100%", "gpu_util.cpu_bound"),
 ])
 def test_specific_words_still_name_their_cause(sentence: str, cause_id: str) -> None:
     assert cause_id in name_causes(sentence, KN)
