@@ -830,7 +830,7 @@ _ON_RESUME = re.compile(
     r"(?:checkpoint|ckpt)s?)\b"
     r"|\bresum(?:e|es|ed|ing)\s+(?:the\s+|my\s+)?(?:training\s+|run\s+)?from\s+(?:a\s+|the\s+|my\s+)?"
     r"(?:saved\s+|last\s+|previous\s+)?(?:checkpoint|ckpt)"
-    r"|断点续训|恢复训练|续训")
+    r"|恢复训练|续训")  # 续训 also in 断点续训
 
 #: a tool's diagnostic output ("JAX also prints out this", "I printed out the engine profiles",
 #: "verbose logging of the inference session", "jax's compile logging"): what the user looked at,
