@@ -91,8 +91,9 @@ _GPUS = (
     re.compile(r"(?<![0-9A-Za-z_])(?!\d{3,4}[x×]\d{3,4}(?!\d))" + _GPU_NAME
                + r"(?:\s+\d{1,3}\s?g(?:b|ib)?)?\s*[x×*]\s*(?P<n>\d{1,4})(?![0-9A-Za-z_.])", re.I),
 )
-_GPUS_ZH = re.compile(r"(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\s*(?:[\w\s]{0,12}?(?:卡|显卡|gpu)|"
-                      + _GPU_NAME + r")|(?P<m>[单双两二三四八]|(?<![\d.])\d{1,2})卡", re.I)
+# (not an ordinal: "第一张显卡显存会爆" is the first card of several, not a job on one)
+_GPUS_ZH = re.compile(r"(?<![第\d])(?<!第\s)(?P<n>\d{1,4}|[单一两双二三四八])\s*(?:张|块)\s*(?:[\w\s]{0,12}?(?:卡|显卡|gpu)|"
+                      + _GPU_NAME + r")|(?<!第)(?<!第\s)(?P<m>[单双两二三四八]|(?<![\d.])\d{1,2})卡", re.I)
 
 
 #: several GPUs said without a number ("multi 3090 cards", "multiple GPUs", "multi-GPU", "多卡")

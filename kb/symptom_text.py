@@ -8,6 +8,7 @@ warning. Only values a :class:`~kb.facts.Facts` field can hold are extracted.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
@@ -86,7 +87,7 @@ _PCIE_MODEL = re.compile(r"(?i)\b([a-z]{0,2}\d{2,4}[a-z]*(?:[- ]\d+\s?gb)?)[- ]p
 
 #: a small share of the GPU in use, said in a sentence: "utilises only 5% of NVIDIA 3090 GPU",
 #: "uses just 20 % of the GPUs" (not "of the CPU"), "GPU偶尔最高能到30%"; it also reads "low
-#: utilization"
+#: utilization", as does a utilization said to be low with no other resource named
 _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+(?:only|just)\s+"
                         r"\d{1,2}(?:\.\d+)?\s?%\s+of\s+(?:the\s+|my\s+|our\s+|a\s+)?"
                         r"(?:[\w-]+\s+){0,3}?gpus?\b"
@@ -98,7 +99,19 @@ _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+
                         # in Chinese, the GPU's own share capped below half ("GPU偶尔最高能到30%",
                         # "gpu只有20%"), not its memory's ("GPU显存只用了30%")
                         r"|(?<![a-z])gpu(?:(?!显存|内存)[^，,。；;！!？?\n\d%]){0,8}?"
-                        r"(?:只有|只|才|最高|最多|不到|小于|低于|仅有|仅|能到)\s*[1-4]?\d(?:\.\d+)?\s?%")
+                        r"(?:只有|只|才|最高|最多|不到|小于|低于|仅有|仅|能到)\s*[1-4]?\d(?:\.\d+)?\s?%"
+                        # "the utilization is lower than expected" with no resource named: in a
+                        # report about a job on a GPU that is the GPU's (not "CPU utilization is
+                        # low", a memory's or a link's)
+                        r"|(?<!cpu\s)(?<!cpu-)(?<!memory\s)(?<!mem\s)(?<!disk\s)(?<!core\s)(?<!power\s)"
+                        r"(?<!network\s)(?<!ram\s)(?<!gpu\s)(?<!gpu-)(?<!bandwidth\s)(?<![\w-])"
+                        r"utili[sz]ation(?:\s+rate)?\s+(?:is|was|remains|stays|seems|looks|are|were)\s+"
+                        r"(?:very\s+|quite\s+|really\s+|only\s+|so\s+|pretty\s+|extremely\s+|relatively\s+|"
+                        r"still\s+|always\s+)?(?:low|lower|poor)\b"
+                        # a share under half said before the word ("a 10% utilization in
+                        # nvidia-smi", "0% GPU utilization"), not of the CPU, its cores or memory
+                        r"|(?<![\w.])(?:[0-9]|[1-4][0-9])(?:\.\d+)?\s?%\s+(?:gpu[- ])?(?:utili[sz]ation|util)\b"
+                        r"(?!\s+(?:of|on)\s+(?:the\s+|my\s+|all\s+)?(?:cpus?|cores?|memory|disk|ram)\b)")
 #: every core of the host counted out ("95% on all 36 available cores", "all 64 CPU threads at
 #: 100%"): it also reads "all cores", the knowledge's word for thread pools that take every core
 _ALL_N_CORES = re.compile(r"(?i)\ball\s+(?:the\s+|of\s+the\s+|my\s+)?\d{1,4}\s+(?:available\s+|logical\s+|"
@@ -830,6 +843,11 @@ _ON_RESUME = re.compile(
     r"(?:checkpoint|ckpt)s?)\b"
     r"|\bresum(?:e|es|ed|ing)\s+(?:the\s+|my\s+)?(?:training\s+|run\s+)?from\s+(?:a\s+|the\s+|my\s+)?"
     r"(?:saved\s+|last\s+|previous\s+)?(?:checkpoint|ckpt)"
+    # the resume flag passed ("when I want to train the model with `--resume_ckpt`"), and an
+    # attempt to resume ("when attempting to resume training", "I tried to resume")
+    r"|\b(?:when|on|after|while|upon)\s+(?:\S+\s+){0,6}?(?:with|using|adding|add|setting|set|passing|pass)\s+"
+    r"[`'\"]?--?resume\w*"
+    r"|\b(?:attempt(?:s|ed|ing)?|try|tries|tried|trying)\s+to\s+resume\b"
     r"|恢复训练|续训")  # 续训 also in 断点续训
 
 #: a tool's diagnostic output ("JAX also prints out this", "I printed out the engine profiles",
@@ -1197,7 +1215,40 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         applied = {p: v for p, v in _leaves(extracted).items() if had.get(p) in (None, [], {})}
         data, warnings = merge_under(explicit, extracted)
         facts = model_for(data, kn).model_validate(data)
+    nan_note = _loss_nan_after_log(facts, text) if text else None
+    if nan_note is not None:
+        facts, nan_note = nan_note
     shown = branches if facts.symptom is None else {}
     line = evidence_line(text, shown, applied)
-    notes = [n for n in (context_note, yield_note, line) if n]
+    notes = [n for n in (context_note, yield_note, line, nan_note) if n]
     return facts, branches, notes + warnings
+
+
+#: the words say the loss itself went non-finite ("after the first step, the loss_rcnn_bbox values
+#: are Nan", "the loss turns to NAN", "nan loss", "loss变为nan")
+_LOSS_NONFINITE = re.compile(
+    r"(?i)(?<![a-z])loss(?:es|_\w+)?(?![a-z])"
+    # (within the sentence, a decimal point aside, and no other metric named in between)
+    r"(?:(?!grad|norm|acc|reward|metric|perplex|score)(?:[^.;；。\n]|\.(?=\d))){0,60}?"
+    r"(?<![a-z])(?:nan|inf|infinity)s?(?![a-z])"
+    r"|(?<![a-z])(?:nan|inf)s?\s+loss(?:es)?(?![a-z])")
+
+
+def _loss_nan_after_log(facts: Any, text: str) -> tuple[Any, str] | None:
+    """A pasted log's losses, all finite, beside words that say the loss went NaN: the excerpt
+    ends before the failure the user reports (a log pasted up to the last good lines). The
+    losses logged say nothing of how the run ended, so the NaN said is added after them; read
+    alone they would rule out every cause whose loss ends non-finite. None when nothing changes."""
+    num = getattr(facts, "numerics", None)
+    loss = getattr(num, "loss", None) if num is not None else None
+    if not loss or not isinstance(loss, list) or getattr(num, "nonfinite_count", None):
+        return None
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in loss):
+        return None
+    if "nan" not in text.lower() and "inf" not in text.lower() or not _LOSS_NONFINITE.search(text):
+        return None
+    data = facts.model_dump(mode="python", exclude_defaults=True)
+    data["numerics"]["loss"] = [*loss, math.nan]
+    note = ("symptom text: the loss went NaN/Inf after the pasted log's last loss "
+            f"({len(loss)} finite values logged)")
+    return type(facts).model_validate(data), note

@@ -176,6 +176,8 @@ def test_the_setups_sizes_name_no_branch() -> None:
     ("training on a single card works, on multi 3090 cards rank 0 runs out of memory", None),
     ("single-GPU is fine but multi-GPU hangs", None), ("单卡可以跑，多卡就 OOM", None),
     ("one GPU; the other GPUs are idle", 1),
+    # an ordinal names one card of several, not how many there are
+    ("第一张显卡显存会爆", None), ("第 2 张卡没有用上", None), ("第12张卡", None), ("12张卡", 12),
 ])
 def test_gpu_count(text: str, n: int | None) -> None:
     assert gpu_count(text) == n

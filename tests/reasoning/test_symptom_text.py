@@ -113,6 +113,14 @@ def test_an_oom_said_to_come_later_ranks_start_up_causes_below(kn) -> None:
     ("CUDA out of memory on resume, with the same params that trained fine", True),
     ("OOM after resuming training from a checkpoint", True),
     ("断点续训的时候显存不够了", True),
+    # the resume flag passed, or an attempt to resume
+    ("when I want to train the model with `--resume_ckpt`, it shows CUDA out of memory", True),
+    ("I encounter an OOM error when attempting to resume training ControlNet from a checkpoint",
+     True),
+    ("I tried to resume training with the gpt-2 command. So it causes CUDA out of memory", True),
+    # near-misses: a resume only planned, a flag named with no moment it failed at
+    ("CUDA out of memory after 3 epochs; I want to resume later", None),
+    ("CUDA out of memory. My script has a --resume option", None),
     # near-misses: a checkpoint saved, a model loaded, "restart" of a machine say nothing of it
     ("CUDA out of memory when saving a checkpoint", None),
     ("CUDA out of memory when loading the model", None),
@@ -1135,9 +1143,19 @@ def test_a_hang_while_compiling_is_the_compile(kn, text: str, first: str) -> Non
     ("the GPU (RTX 2080) is only being used approx 30% whilst one CPU core is maxed out", True),
     ("my GPU is only used at 20% during training", True),
     ("GPU only runs at 15%", True),
+    # a utilization said to be low, or a small share before the word, no resource named
+    ("I use a single H100, but the utilization is lower than expected", True),
+    ("the utilisation stays very low", True),
+    ("When running fold code on a K40 card, I'm seeing a 10% utilization in nvidia-smi", True),
+    ("0% GPU utilization most of the time", True),
     # near-misses: a high share, a percentage that is no share of the GPU in use
     ("the GPU is used at 95%", False),
     ("the GPU is only 2 years old and 50% faster", False),
+    # another resource's utilization, or a high one
+    ("CPU utilization is low while the job runs", False),
+    ("memory utilization was low", False),
+    ("30% utilization of the CPU", False),
+    ("I see 95% utilization", False),
 ])
 def test_the_gpu_said_to_be_little_used(kn, text: str, low: bool) -> None:
     from kb.symptom_text import _norm_text
@@ -1193,7 +1211,9 @@ def test_a_gpus_ram_is_no_host_ram(kn, text: str, host_ram: bool) -> None:
 
 
 @pytest.mark.parametrize(("text", "branch"), [
-    ("Is the expectation that the demo runs at around 4.3fps at 1280x720?", "gpu_util"),
+    # a frame rate glued to its number: a training loop's, or a demo's (a model put to work)
+    ("Is the expectation that the training runs at around 4.3fps at 1280x720?", "gpu_util"),
+    ("Is the expectation that the demo runs at around 4.3fps at 1280x720?", "inference"),
     ("the server generates at 3tok/s only", "inference"),
     ("I run the benchmark on a800, but only get 1500token/second output", "inference"),
     # a speed-up from the GPU found small: a speed complaint in its weakest words
@@ -1547,6 +1567,17 @@ def test_a_language_model_at_work_takes_its_utilisation_to_serving(kn, text: str
     assert _first_branch(kn, text) == branch
 
 
+@pytest.mark.parametrize(("text", "branch"), [
+    # a demo script is a trained model put to work
+    ("the demo runs at around 4 fps, too slow; GPU utilization is low", "inference"),
+    ("Is the expectation that the demo runs at around 4.3fps at 1280x720?", "inference"),
+    # near-miss: a training run, whatever demo it comes with
+    ("training the demo model is slow and GPU utilization is low", "gpu_util"),
+])
+def test_a_demo_takes_its_slowness_to_serving(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch
+
+
 @pytest.mark.parametrize(("text", "named"), [
     ("训练时第一张显卡的显存比其他显卡多很多，然后就 OOM 了", True),
     ("8卡训练，0号显卡显存爆了，其余显卡还有空间", True),
@@ -1555,6 +1586,19 @@ def test_a_language_model_at_work_takes_its_utilisation_to_serving(kn, text: str
 ])
 def test_gpu0_named_in_chinese_names_the_ranks_on_gpu0(kn, text: str, named: bool) -> None:
     assert ("oom.ranks_share_gpu0" in name_causes(text, kn)) is named
+
+
+@pytest.mark.parametrize(("text", "mentioned"), [
+    # "第一张显卡" is the first of eight cards: an ordinal, not the setup's "一张显卡" (one card),
+    # so its words stay in the text and name GPU 0
+    ("使用8卡V100的服务器，第一张显卡显存会爆，提示 CUDA out of memory，但是剩余7张显卡都没有用满", True),
+    ("两台机器训练，第一张卡 OOM 了，CUDA out of memory", True),
+    # near-miss: one card is the setup, and nothing is said of GPU 0
+    ("我只有一张显卡，CUDA out of memory", False),
+])
+def test_an_ordinal_card_is_no_setup(kn, text: str, mentioned: bool) -> None:
+    facts, _branches, _notes = apply_text(kb.Facts(symptom_text=text), kn)
+    assert ("oom.ranks_share_gpu0" in (facts.model_dump().get("mentions") or [])) is mentioned
 
 
 @pytest.mark.parametrize(("text", "one"), [
@@ -1636,3 +1680,32 @@ def test_calling_generate_names_no_batching(kn) -> None:
     rep = kb.diagnose({"symptom_text": "vLLM serving is slow, we send the prompts one at a time"},
                       knowledge=kn)
     assert rep.hypotheses[0].cause_id == "inference.batching"
+
+
+@pytest.mark.parametrize(("text", "appended"), [
+    # a log pasted up to its last good lines (three finite losses), and words that say the loss
+    # then went NaN
+    ("Losses appear as nan in the middle of training", True),
+    ("after the first step, the loss_rcnn_bbox values are Nan", True),
+    ("训练到一半loss变为nan", True),
+    # near-misses: another metric non-finite, a loss said to be fine, no NaN said
+    ("the loss decreased; the grad norm is inf", False),
+    ("loss is 0.5 and accuracy nan", False),
+    ("the loss plateaus at 1.0", False),
+])
+def test_a_nan_said_after_a_finite_log_follows_its_losses(kn, text: str, appended: bool) -> None:
+    facts = kb.Facts.model_validate({"symptom": "numerics", "symptom_text": text,
+                                     "numerics": {"loss": [1.2211, 0.9601, 1.0016]}})
+    out, _branches, notes = apply_text(facts, kn)
+    assert (len(out.numerics.loss) == 4) is appended
+    rep = kb.diagnose(out, knowledge=kn)
+    # the logged losses alone say the run ended finite, which rules a divergence out
+    assert ("numerics.lr_too_high" in {r.cause_id for r in rep.ruled_out}) is not appended
+    assert any("after the pasted log's last loss" in n for n in notes) is appended
+
+
+def test_a_log_that_shows_the_nan_is_left_as_it_is(kn) -> None:
+    facts = kb.Facts.model_validate({"symptom": "numerics", "symptom_text": "the loss went nan",
+                                     "numerics": {"loss": [1.2, 0.9, float("nan")]}})
+    out, _branches, _notes = apply_text(facts, kn)
+    assert len(out.numerics.loss) == 3
