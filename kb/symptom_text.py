@@ -1215,9 +1215,10 @@ def apply_text(facts: Any, kn: Knowledge) -> tuple[Any, dict[str, list[str]], li
         applied = {p: v for p, v in _leaves(extracted).items() if had.get(p) in (None, [], {})}
         data, warnings = merge_under(explicit, extracted)
         facts = model_for(data, kn).model_validate(data)
-    nan_note = _loss_nan_after_log(facts, text) if text else None
-    if nan_note is not None:
-        facts, nan_note = nan_note
+    nan_note = None
+    after_log = _loss_nan_after_log(facts, text) if text else None
+    if after_log is not None:
+        facts, nan_note = after_log
     shown = branches if facts.symptom is None else {}
     line = evidence_line(text, shown, applied)
     notes = [n for n in (context_note, yield_note, line, nan_note) if n]
@@ -1245,7 +1246,8 @@ def _loss_nan_after_log(facts: Any, text: str) -> tuple[Any, str] | None:
         return None
     if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in loss):
         return None
-    if "nan" not in text.lower() and "inf" not in text.lower() or not _LOSS_NONFINITE.search(text):
+    low = text.lower()  # the cheap test before the regex
+    if ("nan" not in low and "inf" not in low) or not _LOSS_NONFINITE.search(text):
         return None
     data = facts.model_dump(mode="python", exclude_defaults=True)
     data["numerics"]["loss"] = [*loss, math.nan]
