@@ -223,6 +223,13 @@ _NAN_GRAD = re.compile(r"(?i)\b(?:nan|inf)s?\s+(?:(?:weight|valued?|values?|in|t
 _MULTI_SLOWER = re.compile(r"(?:多卡|多张卡|多块卡|多个卡|多gpu|多个gpu|多张gpu|双卡|两张卡|[2-8二两三四八]卡)"
                            r"[^。.;；!?！？\n，,]{0,20}?比(?:单卡|单张卡|一张卡|单gpu|单个gpu|一个gpu|一张gpu)"
                            r"[^。.;；!?！？\n，,]{0,16}?慢", re.I)
+#: the loss said in Chinese to be high with words between ("swift的loss和梯度都很高", "loss比之前高很多"):
+#: it reads "loss很高", as "loss很高" said straight does
+_LOSS_HIGH_ZH = re.compile(r"(?i)(?<![a-z])loss(?![a-z])[^，。,.；;！？!?\n]{0,8}?"
+                           r"(?:很高|偏高|太高|非常高|特别高|好高|高很多|高了很多|更高)")
+#: a throughput of images or frames per second written in Chinese ("1000+图片/Sec", "30帧/秒",
+#: "每秒20张"): it reads "images/s", the loop's rate as the English words give it
+_IMAGES_PER_S_ZH = re.compile(r"(?i)(?:图片|图像|张|帧)\s*/\s*(?:s|sec|秒)(?![a-z])|(?:图片|图像|帧)每秒|每秒\s*\d+\s*(?:张|帧)")
 #: the device question of Hugging Face's environment report ("- Flax version (CPU?/GPU?/TPU?):
 #: not installed"): a template's placeholder, which names no device in use
 _ENV_TEMPLATE_DEVICES = re.compile(r"\((?:CPU\?/)?GPU\?(?:/TPU\?)?\)")
@@ -405,6 +412,10 @@ def _norm_text(text: str) -> str:
         parts.append("nan gradients")
     if "比" in text and _MULTI_SLOWER.search(text):
         parts.append("多卡更慢")
+    if "高" in text and "loss" in tl and _LOSS_HIGH_ZH.search(text):
+        parts.append("loss很高")
+    if ("秒" in text or "/" in text) and _IMAGES_PER_S_ZH.search(text):
+        parts.append("images/s")
     if _EVERY_N.search(text):
         parts.append("every n steps")
     if ("esult" in text or "utput" in text or "结果" in text) and _RESULT_MISMATCH.search(text):

@@ -1709,3 +1709,24 @@ def test_a_log_that_shows_the_nan_is_left_as_it_is(kn) -> None:
                                      "numerics": {"loss": [1.2, 0.9, float("nan")]}})
     out, _branches, _notes = apply_text(facts, kn)
     assert len(out.numerics.loss) == 3
+
+
+@pytest.mark.parametrize(("text", "branch"), [
+    # the loss said in Chinese to be high with words between, and a rate of images in Chinese
+    ("我拿同样的模型和训练集在两个框架下测试，发现swift的loss和梯度都很高，这是否合理", "numerics"),
+    ("换了框架以后loss比之前高很多", "numerics"),
+    ("为什么一开始有1000+图片/Sec，而后面越来越小", "gpu_util"),
+    ("训练时每秒20张，太慢了", "gpu_util"),
+])
+def test_chinese_loss_high_and_image_rates_name_their_branch(kn, text: str, branch: str) -> None:
+    assert _first_branch(kn, text) == branch
+
+
+@pytest.mark.parametrize("text", [
+    # near-misses: another quantity high beside the loss, a path with "/sec" in it
+    "loss下降了，但是准确率很高",
+    "图片保存在/sec目录",
+])
+def test_chinese_near_misses_read_neither(text: str) -> None:
+    norm = _norm_text(text)
+    assert "loss很高" not in norm and "images/s" not in norm
