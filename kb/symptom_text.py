@@ -102,9 +102,10 @@ _GPU_SHARE = re.compile(r"(?i)\b(?:utili[sz](?:e|es|ed|ing)|uses?|used|using)\s+
                         r"(?:只有|只|才|最高|最多|不到|小于|低于|仅有|仅|能到)\s*[1-4]?\d(?:\.\d+)?\s?%"
                         # "the utilization is lower than expected" with no resource named: in a
                         # report about a job on a GPU that is the GPU's (not "CPU utilization is
-                        # low", a memory's or a link's)
+                        # low", a memory's, a cache's or a link's)
                         r"|(?<!cpu\s)(?<!cpu-)(?<!memory\s)(?<!mem\s)(?<!disk\s)(?<!core\s)(?<!power\s)"
-                        r"(?<!network\s)(?<!ram\s)(?<!gpu\s)(?<!gpu-)(?<!bandwidth\s)(?<![\w-])"
+                        r"(?<!network\s)(?<!ram\s)(?<!gpu\s)(?<!gpu-)(?<!bandwidth\s)(?<!cache\s)"
+                        r"(?<!link\s)(?<!pcie\s)(?<![\w-])"
                         r"utili[sz]ation(?:\s+rate)?\s+(?:is|was|remains|stays|seems|looks|are|were)\s+"
                         r"(?:very\s+|quite\s+|really\s+|only\s+|so\s+|pretty\s+|extremely\s+|relatively\s+|"
                         r"still\s+|always\s+)?(?:low|lower|poor)\b"

@@ -1154,6 +1154,8 @@ def test_a_hang_while_compiling_is_the_compile(kn, text: str, first: str) -> Non
     # another resource's utilization, or a high one
     ("CPU utilization is low while the job runs", False),
     ("memory utilization was low", False),
+    ("the KV cache utilization is low", False),
+    ("NVLink utilization is low during all-reduce", False),
     ("30% utilization of the CPU", False),
     ("I see 95% utilization", False),
 ])
