@@ -415,7 +415,7 @@ def _norm_text(text: str) -> str:
         parts.append("多卡更慢")
     if "高" in text and "loss" in tl and _LOSS_HIGH_ZH.search(text):
         parts.append("loss很高")
-    if ("秒" in text or "/" in text) and _IMAGES_PER_S_ZH.search(text):
+    if ("张" in text or "帧" in text or "图" in text) and _IMAGES_PER_S_ZH.search(text):
         parts.append("images/s")
     if _EVERY_N.search(text):
         parts.append("every n steps")
