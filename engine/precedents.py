@@ -135,7 +135,9 @@ class Precedents:
     def readings(self, text: str, causes: Iterable[str], without: Collection[str] = ()) -> dict[str, float]:
         """How well each cause's past cases account for the text's words: the log-likelihood
         of its words under the cause's word frequencies (multinomial naive Bayes, smoothed by
-        :data:`SMOOTHING`), relative to the best (0 for it, below 0 for the others). Where
+        :data:`SMOOTHING`), relative to the best (0 for it, below 0 for the others), over the
+        square root of how many words it read (a text twice as long, saying the same twice,
+        reads about 1.4 times as strongly, not twice). Where
         the nearest cases are few or far, the frequencies of all a cause's cases still speak.
         Cases whose source is in ``without`` are left out."""
         causes = list(dict.fromkeys(causes))
@@ -160,7 +162,12 @@ class Precedents:
             n = self._total.get(c, 0) - sum(less.values()) + SMOOTHING * len(self._vocab)
             out[c] = sum(k * math.log((f.get(t, 0) - less[t] + SMOOTHING) / n) for t, k in words.items())
         best = max(out.values())
-        return {c: round(v - best, 4) for c, v in out.items()}
+        # over the square root of the words read: a text's words are not independent draws (a
+        # long report repeats its theme), so their summed log-likelihoods would grow with its
+        # length and let a long text's frequencies override everything else, a short one's
+        # count for little
+        per = math.sqrt(sum(words.values()))
+        return {c: round((v - best) / per, 4) for c, v in out.items()}
 
     @staticmethod
     def top(similar: Iterable[Near], k: int = NEAREST, known: bool = False) -> list[Near]:

@@ -6,6 +6,7 @@ hypotheses, open a branch nothing else places, be shown to compare with; never c
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,18 @@ def test_the_cause_whose_cases_hold_the_words_reads_best(cases: Precedents) -> N
     # no word of the cases, or no text: nothing to tell them apart
     assert set(cases.readings("kernel launch overhead", ["oom.eval_no_grad", "oom.fragmentation"]).values()) == {0.0}
     assert cases.readings("", ["oom.eval_no_grad"]) == {"oom.eval_no_grad": 0.0}
+
+
+def test_a_longer_text_reads_by_the_square_root_of_its_words(cases: Precedents) -> None:
+    # a report that says the same thing twice is not twice the evidence: its words are not
+    # independent draws, and a summed log-likelihood would let length alone decide
+    causes = ["oom.eval_no_grad", "oom.fragmentation", "numerics.lr_too_high"]
+    once = cases.readings("memory grows", causes)
+    twice = cases.readings("memory grows. memory grows", causes)
+    for c in ("oom.fragmentation", "numerics.lr_too_high"):
+        assert once[c] < 0.0
+        assert twice[c] == pytest.approx(once[c] * math.sqrt(2), rel=1e-3)
+    assert twice["oom.eval_no_grad"] == 0.0
 
 
 def test_a_case_left_out_takes_its_words_with_it(cases: Precedents) -> None:
