@@ -69,3 +69,19 @@ def test_no_cache_blocks_speaks_for_a_low_share_only_while_the_share_is_low_or_u
     rep = _served(0.9)
     assert not any(h.cause_id == UTIL_LOW and h.signature for h in rep.findings + rep.hypotheses)
     assert rep.branches[:1] != ["inference"]
+
+
+def test_no_cache_blocks_at_a_full_share_is_a_configuration_too_large() -> None:
+    # at the default share the weights and the profiled batch fill the card: the engine is out
+    # of memory at start-up, an OOM (oom.startup_too_large), not a share to raise
+    rep = _served(0.9)
+    assert rep.branches[:1] == ["oom"]
+    assert any(h.cause_id == "oom.startup_too_large" and h.signature for h in rep.hypotheses)
+    # a share set low is the other reading only
+    rep = _served(0.4)
+    assert not any(h.cause_id == "oom.startup_too_large" and h.signature
+                   for h in rep.findings + rep.hypotheses)
+    # the share unknown: both, neither confirmed
+    rep = _served(None)
+    sig = {h.cause_id for h in rep.hypotheses if h.signature}
+    assert {"oom.startup_too_large", UTIL_LOW} <= sig and not rep.findings
