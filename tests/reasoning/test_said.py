@@ -205,3 +205,44 @@ def test_an_answer_presuming_a_job_is_heard_only_with_it(edited_graphs) -> None:
 ])
 def test_only_the_disk_answers_the_disk_question(text: str, disk: bool) -> None:
     assert ("gpu_util.io=busy" in answers_said(text, KN)) is disk
+
+
+@pytest.mark.parametrize("text", [
+    "my two-node DDP job just hangs, both GPUs at 0%",
+    "torchrun on 2 machines is stuck, nothing is printed",
+    "多机训练一直卡住",
+])
+def test_a_hang_said_with_no_moment_may_be_the_start_too(text: str) -> None:
+    # ranks that never reach each other hang as surely as ranks out of step: a hang with no
+    # moment said answers both, and the connection causes rank beside the stacks' ones
+    said = answers_said(text, KN)
+    assert {"nccl.hang=at_init", "nccl.hang=hung"} <= set(said)
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == []
+    below = {h.cause_id for h in rep.hypotheses if "nccl.hang=at_init" in (h.said or [])}
+    assert below == {"nccl.connect_refused", "nccl.socket_ifname_wrong"}
+
+
+@pytest.mark.parametrize("text", [
+    "the two-node job hangs after a few epochs",
+    "NCCL training gets stuck at step 3000 every time",
+    "it randomly hangs during training on 16 GPUs",
+    "8卡训练跑了一段时间后卡住",
+])
+def test_a_hang_said_to_come_later_is_no_start(text: str) -> None:
+    said = answers_said(text, KN)
+    assert "nccl.hang=at_init" not in said and "nccl.hang=hung" in said
+
+
+def test_an_oom_at_start_up_speaks_for_whoever_holds_the_card() -> None:
+    # right after start-up PyTorch holding little of a full card points at another process,
+    # the other ranks on GPU 0, or (loading first) the host's memory: the SOP's check tells
+    # them from a model too large
+    rep = kb.diagnose(symptom="CUDA out of memory when loading the model")
+    below = {h.cause_id for h in rep.hypotheses if "oom.where=start" in (h.said or [])}
+    assert {"oom.startup_too_large", "oom.other_process_on_gpu", "oom.ranks_share_gpu0",
+            "oom.host_ram_oom"} <= below
+    assert rep.findings == []
+    # an OOM said to come in the loop does not
+    rep = kb.diagnose(symptom="CUDA out of memory after a few epochs")
+    assert not any("oom.where=start" in (h.said or []) for h in rep.hypotheses)
