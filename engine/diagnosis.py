@@ -497,9 +497,10 @@ class Reasoner:
             used = set().union(*(facts for facts, _ in parts)) if parts else set()
             own += sum(v for f, v in per_fact.items() if f not in used)
             # support that fails counts against; a fact merely absent (`exists` not met) does
-            # not: what was not collected says nothing; nor does a reading of another moment
+            # not: what was not collected says nothing; nor does a reading of another moment,
+            # nor a circumstance that only makes the cause likelier (`risk`)
             against = sum(1 for c in r.supporting if c.holds is False and c.op != "exists"
-                          and not c.condition.snapshot)
+                          and not (c.condition.snapshot or c.condition.risk))
             r.evidence = round(own - against
                                + 2 * r.signature + r.mention_weight + len(r.said), 3)
 

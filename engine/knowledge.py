@@ -76,6 +76,10 @@ class Condition(_Model):
     #: another moment than the failure: as support it counts when it holds and says nothing
     #: when it does not
     snapshot: bool = False
+    #: a circumstance that makes the cause likelier where it holds and says nothing where it
+    #: does not (GeForce cards have no PCIe peer-to-peer; P2P also breaks on data-centre cards
+    #: behind ACS or an IOMMU): as support it counts when it holds, never against
+    risk: bool = False
     #: a condition that lets the cause happen without saying it does (fp16 lets GEMMs miss the
     #: Tensor Core tiles; it does not say they do): required on the path, but holding it is no
     #: evidence for the cause over its siblings

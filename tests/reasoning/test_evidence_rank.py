@@ -210,3 +210,59 @@ def test_a_blow_up_on_the_warm_up_ramp_points_at_the_learning_rate(lr: list[floa
     assert not rep.findings
     lr_too_high = next(h for h in rep.hypotheses if h.cause_id == "numerics.lr_too_high")
     assert lr_too_high.evidence >= 0.25  # never counted against
+
+
+def _risk_supports() -> list[tuple[str, str, str, object]]:
+    kn = kb.load_knowledge()
+    return [(cid, s.fact, s.op, s.value) for cid, c in sorted(kn.causes.items())
+            for s in c.supporting if getattr(s, "risk", False)]
+
+
+def _failing(op: str, value: object) -> object:
+    """A value the test ``op value`` does not hold for."""
+    if isinstance(value, bool):
+        return not value
+    if op == "contains":
+        return "NVIDIA RTX A6000"
+    if op == "==":
+        return "fp32" if value != "fp32" else "fp16"
+    assert op in (">=", ">") and isinstance(value, (int, float)), (op, value)
+    return value - 1 if op == ">=" else value
+
+
+def test_the_knowledge_marks_some_supports_as_risks() -> None:
+    assert len(_risk_supports()) >= 5
+
+
+@pytest.mark.parametrize("cid,fact,op,value", _risk_supports())
+def test_a_risk_that_does_not_hold_says_nothing_against(cid: str, fact: str, op: str, value: object) -> None:
+    # a circumstance that makes the cause likelier (a GeForce card for broken P2P, fp16 for a
+    # log at zero) is no evidence against it where it does not hold: P2P breaks behind ACS on
+    # any card, log(0) is -inf in every dtype
+    kn = kb.load_knowledge()
+    branch = kn.causes[cid].branch
+
+    def evidence(extra: dict) -> float:
+        facts = {"symptom": branch}
+        for path, v in extra.items():
+            node = facts
+            *parents, leaf = path.split(".")
+            for p in parents:
+                node = node.setdefault(p, {})
+            node[leaf] = v
+        rep = kb.diagnose(facts)
+        return next(h.evidence for h in rep.hypotheses if h.cause_id == cid)
+
+    assert evidence({fact: _failing(op, value)}) == evidence({})
+
+
+def test_a_p2p_hang_on_a_data_centre_card_keeps_its_support() -> None:
+    # an IOMMU deadlock on two RTX A6000s (not GeForce) ranks the broken P2P as a hang on any
+    # card does, and a GeForce card lifts it
+    def evidence(gpu: dict) -> float:
+        rep = kb.diagnose({"symptom": "nccl", "distributed": {"hung": True}, **gpu})
+        return next(h.evidence for h in rep.hypotheses if h.cause_id == "nccl.pcie_p2p_broken")
+
+    none = evidence({})
+    assert evidence({"gpu": {"name": "NVIDIA RTX A6000"}}) == none
+    assert evidence({"gpu": {"name": "NVIDIA GeForce RTX 4090"}}) > none
