@@ -145,7 +145,8 @@ def weight_bits(text: str) -> int | None:
 # "a 16 GB card"; host RAM, disks and files are not GPUs
 _GPU_WORD = (r"(?:gpus?|vram|cards?|graphics|显存|显卡|a100|h100|h800|a800|h200|a6000|l40s?|"
              r"v100|rtx\s*\d{4}|\d{4}\s*ti|[2-5]0[5-9]0s?)")
-_MEM = r"(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![0-9A-Za-z_])"
+# (a whole number: "1.531250GB memory on GPU 0" is no card of 250 GB)
+_MEM = r"(?<![0-9.,])(?P<v>\d{1,3})\s?(?:gb|gib|g)(?![0-9A-Za-z_])"
 _GPU_MEM = [re.compile(_MEM + r"(?:\s*(?:of\s+)?(?:hbm\d?e?|gddr\d\w?|memory))?[\s-]*(?:\w+\s+)?"
                        + _GPU_WORD + r"(?![0-9A-Za-z_])", re.I),
             # ("显存为22G", "显存是 24GB": the Chinese copula between the word and the size)

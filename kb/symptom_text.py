@@ -957,9 +957,20 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, path, value)
     # a sized OOM message quoted in the words ("CUDA out of memory. Tried to allocate ...")
     # states its sizes as in a log: the numbers are the message's own, not a paraphrase
-    from kb.parsers.training_log.oom import sized_oom_facts
+    from kb.parsers.training_log.oom import quoted_oom_facts, quoted_oom_messages, sized_oom_facts
 
     sized = sized_oom_facts(text)
+    if not sized:
+        # or a device OOM message in a tool's own wording ("ResourceExhaustedError: OOM when
+        # allocating tensor with shape[64,372,32,32] and type float", "CUDA error: out of
+        # memory"), not said not to happen ("no CUDA error: out of memory since")
+        low = text.lower()
+        hit = next((q for q in quoted_oom_messages(text)
+                    if not _NEG_BEFORE.search(low[max(0, q.start() - 28):q.start()])), None)
+        if hit is not None:
+            start = text.rfind("\n", 0, hit.start()) + 1
+            end = text.find("\n", hit.end())
+            sized = quoted_oom_facts(text[start:end if end >= 0 else len(text)])
     if sized:
         _set(facts, "oom.occurred", True)
         for path, value in sized.items():

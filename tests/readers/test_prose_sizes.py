@@ -85,6 +85,8 @@ def test_weight_bits(text: str, bits: int | None) -> None:
     ("the machine has 512GB RAM", None),
     ("a 200GB checkpoint file", None),
     ("24GB 3090 and 48GB A6000", None),  # two cards: which one?
+    # the tail of a decimal is no size: Paddle's allocator prints six decimals
+    ("Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0", None),
 ])
 def test_gpu_memory(text: str, gib: int | None) -> None:
     assert gpu_memory_gib(text) == gib

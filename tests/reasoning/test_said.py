@@ -227,6 +227,26 @@ def test_a_hang_said_with_no_moment_may_be_the_start_too(text: str) -> None:
     assert below == {"nccl.connect_refused", "nccl.socket_ifname_wrong"}
 
 
+@pytest.mark.parametrize(("text", "at_init"), [
+    # the at-init answer's own test (distributed.connect_failed), said in words
+    ("NCCL WARN Connect to 10.0.0.2<43215> failed : Connection refused, then the job times out", True),
+    ("the workers on node 2 failed to connect to the master and the watchdog fires", True),
+    ("rank 3 could not connect to the rendezvous at 10.1.1.1:29500, then a timeout", True),
+    ("多机训练超时，日志里报连接被拒绝", True),
+    # near-misses: a collective that times out, a refusal of no connection
+    ("the allreduce times out after 30 minutes at step 12000", False),
+    ("the watchdog fires at step 500; the job was refused by the scheduler once", False),
+])
+def test_a_connection_said_to_fail_is_the_start(text: str, at_init: bool) -> None:
+    assert ("nccl.hang=at_init" in answers_said(text, KN)) is at_init
+    if at_init:
+        # the wrong interface ranks beside the closed port: both fail the connection
+        rep = kb.diagnose(symptom=text)
+        below = {h.cause_id for h in rep.hypotheses if "nccl.hang=at_init" in (h.said or [])}
+        assert below == {"nccl.connect_refused", "nccl.socket_ifname_wrong"}
+        assert rep.findings == []
+
+
 def test_an_oom_at_start_up_speaks_for_whoever_holds_the_card() -> None:
     # right after start-up PyTorch holding little of a full card points at another process,
     # the other ranks on GPU 0, or (loading first) the host's memory: the SOP's check tells

@@ -994,6 +994,42 @@ def test_a_sized_oom_message_in_the_words_states_its_sizes(kn) -> None:
         "oom", {})
 
 
+@pytest.mark.parametrize(("text", "occurred", "tried"), [
+    # TensorFlow's op_kernel.cc wording, quoted in the words: the shape is the request
+    ('it returned "ResourceExhaustedError (see above for traceback): OOM when allocating tensor '
+     'with shape[64,372,32,32] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by '
+     'allocator GPU_0_bfc"', True, 93.0),
+    # the CUDA runtime's and cuBLAS's own words
+    ("RuntimeError: CUDA error: out of memory", True, None),
+    ("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)", True, None),
+    # PaddlePaddle's allocator (six decimals, 1024-based units)
+    ("Out of memory error on GPU 0. Cannot allocate 1.531250GB memory on GPU 0, available memory "
+     "is only 416.625000MB.", True, 1568.0),
+    # near-misses: the same trouble in a person's prose, or a message said not to come
+    ("I get CUDA out of memory when training", None, None),
+    ("no CUDA error: out of memory since the driver update, but it is slow", None, None),
+])
+def test_a_device_oom_message_in_the_words_is_an_oom(kn, text: str, occurred: bool | None,
+                                                     tried: float | None) -> None:
+    oom = extract(text, kn).get("oom", {})
+    assert oom.get("occurred") is occurred
+    assert oom.get("tried_to_allocate_mib") == tried
+
+
+def test_a_quoted_device_oom_message_speaks_against_the_hosts_memory(kn) -> None:
+    # the CUDA runtime's own "out of memory" is the card's memory; the same trouble in prose
+    # ("runs out of memory") may be the host's
+    def host(text: str) -> float:
+        rep = kb.diagnose(symptom=text, knowledge=kn)
+        return next(h.evidence for h in rep.hypotheses if h.cause_id == "oom.host_ram_oom")
+
+    prose = host("my training runs out of memory")
+    for message in ("CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate(handle)",
+                    "ResourceExhaustedError: OOM when allocating tensor with shape[64,372,32,32] "
+                    "and type float"):
+        assert host(f"my training runs out of memory: {message}") < prose, message
+
+
 @pytest.mark.parametrize(("text", "nccl"), [
     # one GPU on one node: no collective to hang in
     ("I trained with 1 GPU (V100) and the code sometimes just hangs at a single step", False),

@@ -156,6 +156,24 @@ def sized_oom_facts(text: str) -> dict[str, float | str]:
     return {}
 
 
+#: the sizes-free wordings people also write as prose ("I get CUDA out of memory", "no CUDA out
+#: of memory error"): as the user's words they say no more than the branch's own words do
+_PROSE_OOM = re.compile(r"(?i)(?:CUDA|HIP|XPU|MPS backend) out of memory")
+
+
+def quoted_oom_messages(text: str) -> list[re.Match[str]]:
+    """The device OOM messages ``text`` quotes in a tool's own wording (TensorFlow's "OOM when
+    allocating tensor with shape", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+    ...; :data:`_OOM_BARE`), not in words a person writes as prose."""
+    return [m for m in _OOM_BARE.finditer(text) if not _PROSE_OOM.fullmatch(m.group(0))]
+
+
+def quoted_oom_facts(line: str) -> dict[str, float | str]:
+    """``oom.occurred`` and the sizes a quoted device OOM message's line states (TensorFlow's
+    shape, Paddle's sizes)."""
+    return {"oom.occurred": True, **_size_facts(line, None, None)}
+
+
 #: TensorFlow's "OOM when allocating tensor with shape[64,372,32,32] and type float" (op_kernel.cc;
 #: "of shape [32000,768]" where a tensor is copied to the device): the request is the shape's
 #: element count times the dtype's size
