@@ -158,6 +158,17 @@ class Diagnosis:
         return [r for r in self.results if r.state == "ruled_out"]
 
 
+_DIRECTION = {"<": "<", "<=": "<", ">": ">", ">=": ">"}
+
+
+def _observation(key: tuple) -> tuple:
+    """What a held test reads: a test of a fact in one direction reads the same observation
+    whatever its threshold (util < 40 % and util < 90 % both read a low utilisation: the
+    looser threshold is no evidence of its own); any other test is its own."""
+    d = _DIRECTION.get(key[1])
+    return key if d is None else (key[0], d)
+
+
 class Reasoner:
     """A knowledge base compiled once, diagnosing many fact sets."""
 
@@ -453,7 +464,8 @@ class Reasoner:
 
     def _score(self, results: list[CauseResult]) -> None:
         """Each cause's evidence: what holds on its path and in its support, each item weighed
-        by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1),
+        by how few of its open siblings (same branch) share it (held by all: ~0; its own: 1; a
+        sibling's test of the same fact in the same direction shares it),
         a message signature of its own seen in the inputs (2), the user's words naming it (1;
         2 for two words or more) or answering a question on the way to it (1 each), less the
         support that fails."""
@@ -462,7 +474,7 @@ class Reasoner:
         held = {k: {key for key, _ in v} for k, v in tagged.items()}
         for r in results:
             if r.state != "ruled_out":
-                open_by_branch.setdefault(r.branch, []).append(held[id(r)])
+                open_by_branch.setdefault(r.branch, []).append({_observation(k) for k in held[id(r)]})
         for r in results:
             sib = open_by_branch.get(r.branch, [])
             n = max(1, len(sib))
@@ -472,7 +484,8 @@ class Reasoner:
             clause_w: dict[tuple[tuple[str, str, str], ...], float] = {}
             clause_facts: dict[tuple[tuple[str, str, str], ...], set[str]] = {}
             for key, gid in tagged[id(r)]:
-                w = 1 - (sum(1 for h in sib if key in h) - 1) / n
+                seen = _observation(key)
+                w = 1 - (sum(1 for h in sib if seen in h) - 1) / n
                 if gid is None:
                     per_fact[key[0]] = max(per_fact.get(key[0], 0.0), w)
                 else:

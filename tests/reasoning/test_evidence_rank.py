@@ -266,3 +266,15 @@ def test_a_p2p_hang_on_a_data_centre_card_keeps_its_support() -> None:
     none = evidence({})
     assert evidence({"gpu": {"name": "NVIDIA RTX A6000"}}) == none
     assert evidence({"gpu": {"name": "NVIDIA GeForce RTX 4090"}}) > none
+
+
+def test_a_looser_threshold_on_the_same_reading_is_no_evidence_of_its_own() -> None:
+    # one nvidia-smi table of idle cards: "utilisation below 90 %" (a stall's support) and
+    # "below 40 %" (the loader's, no GPU in use) read the same low utilisation; the looser
+    # test must not lead on it
+    from pathlib import Path
+
+    smi = (Path(__file__).parents[1] / "fixtures" / "formats" / "smi_table_r418.txt").read_text()
+    hyp = {h.cause_id: h.evidence for h in kb.diagnose(inputs=[smi]).hypotheses}
+    assert hyp["gpu_util.periodic_stalls"] <= hyp["gpu_util.no_gpu_in_use"]
+    assert hyp["gpu_util.periodic_stalls"] <= hyp["gpu_util.dataloader_workers"]
