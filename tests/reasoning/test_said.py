@@ -259,3 +259,26 @@ def test_an_oom_at_start_up_speaks_for_whoever_holds_the_card() -> None:
     # an OOM said to come in the loop does not
     rep = kb.diagnose(symptom="CUDA out of memory after a few epochs")
     assert not any("oom.where=start" in (h.said or []) for h in rep.hypotheses)
+
+
+@pytest.mark.parametrize(("text", "key", "said"), [
+    # memory said to grow answers the growth question, not where an OOM struck
+    ("GPU memory keeps increasing every iteration until CUDA out of memory", "oom.growth=grows", True),
+    ("GPU memory keeps increasing every iteration until CUDA out of memory", "oom.where=loop", False),
+    ("there is a memory leak in my training loop, then OOM", "oom.where=loop", False),
+    ("CUDA out of memory after a few epochs of training", "oom.where=loop", True),
+    # the bandwidth said to be low, not the tool or its metric named
+    ("multi-node NCCL all_reduce_perf gives busbw 180 GB/s", "nccl.bandwidth=low", False),
+    ("nccl-tests shows low bandwidth between the two nodes", "nccl.bandwidth=low", True),
+    # fp32 beside a reduced precision is the comparison, alone it is the run's dtype
+    ("loss becomes NaN with fp16 mixed precision, fine in fp32", "numerics.precision=full", False),
+    ("loss becomes NaN although I train in fp32", "numerics.precision=full", True),
+    # "warmup" names the schedule, not when the spike came
+    ("loss spikes to NaN; we use a linear warmup of 2000 steps", "numerics.spike=early", False),
+    ("the loss spikes at the beginning of training", "numerics.spike=early", True),
+    # slower than expected says nothing of a busy GPU
+    ("training is slower than expected, GPU utilization low", "gpu_util.busy=slow", False),
+    ("GPU at 100% utilization but slow", "gpu_util.busy=slow", True),
+])
+def test_only_words_that_answer_a_question_answer_it(text: str, key: str, said: bool) -> None:
+    assert (key in answers_said(text, KN)) is said
