@@ -282,3 +282,16 @@ def test_an_oom_at_start_up_speaks_for_whoever_holds_the_card() -> None:
 ])
 def test_only_words_that_answer_a_question_answer_it(text: str, key: str, said: bool) -> None:
     assert (key in answers_said(text, KN)) is said
+
+
+def test_a_slow_collective_asks_for_the_transport_first() -> None:
+    # "it runs but slowly" leads to the transport question (IB or sockets, GPUDirect, P2P)
+    # as well as to the collectives' trace: the transport causes rank among its answers,
+    # and the words alone confirm none of them
+    rep = kb.diagnose(symptom="two-node NCCL training runs 8x slower than on one node")
+    below = {h.cause_id for h in rep.hypotheses if "nccl.hang=no_timeout" in (h.said or [])}
+    assert {"nccl.ib_fallback_tcp", "nccl.ethernet_sockets_expected", "nccl.gdr_disabled",
+            "nccl.cross_node_bandwidth"} <= below
+    assert "nccl.rank_desync_timeout" not in below
+    assert rep.findings == []
+    assert kb.diagnose({"symptom": "nccl"}).findings == []
