@@ -16,6 +16,11 @@ KN = load_knowledge()
 SAID = [(b.id, w) for b in KN.branches.values() for w in b.said]
 
 
+def _below(rep: kb.Report, key: str) -> set[str]:
+    """The hypotheses the answer ``key`` said in the words lifts."""
+    return {h.cause_id for h in rep.hypotheses if key in (h.said or [])}
+
+
 def test_every_branch_has_answers_its_users_give() -> None:
     assert {b for b, _ in SAID} == set(KN.branches)
 
@@ -30,7 +35,7 @@ def test_each_answer_is_heard_ranks_and_never_confirms(branch: str, said) -> Non
     base = kb.diagnose({"symptom": branch})
     told = kb.diagnose({"symptom": branch, "said": [key]})
     assert told.findings == [] and base.findings == []  # words alone confirm nothing
-    below = {h.cause_id for h in told.hypotheses if key in (h.said or [])}
+    below = _below(told, key)
     assert below, f"no hypothesis lies below {key}"
     # the causes below the answer come before the others
     order = [h.cause_id for h in told.hypotheses]
@@ -223,7 +228,7 @@ def test_a_hang_said_with_no_moment_may_be_the_start_too(text: str) -> None:
     assert {"nccl.hang=at_init", "nccl.hang=hung"} <= set(said)
     rep = kb.diagnose(symptom=text)
     assert rep.findings == []
-    below = {h.cause_id for h in rep.hypotheses if "nccl.hang=at_init" in (h.said or [])}
+    below = _below(rep, "nccl.hang=at_init")
     assert below == {"nccl.connect_refused", "nccl.socket_ifname_wrong"}
 
 
@@ -242,7 +247,7 @@ def test_a_connection_said_to_fail_is_the_start(text: str, at_init: bool) -> Non
     if at_init:
         # the wrong interface ranks beside the closed port: both fail the connection
         rep = kb.diagnose(symptom=text)
-        below = {h.cause_id for h in rep.hypotheses if "nccl.hang=at_init" in (h.said or [])}
+        below = _below(rep, "nccl.hang=at_init")
         assert below == {"nccl.connect_refused", "nccl.socket_ifname_wrong"}
         assert rep.findings == []
 
@@ -252,7 +257,7 @@ def test_an_oom_at_start_up_speaks_for_whoever_holds_the_card() -> None:
     # the other ranks on GPU 0, or (loading first) the host's memory: the SOP's check tells
     # them from a model too large
     rep = kb.diagnose(symptom="CUDA out of memory when loading the model")
-    below = {h.cause_id for h in rep.hypotheses if "oom.where=start" in (h.said or [])}
+    below = _below(rep, "oom.where=start")
     assert {"oom.startup_too_large", "oom.other_process_on_gpu", "oom.ranks_share_gpu0",
             "oom.host_ram_oom"} <= below
     assert rep.findings == []
@@ -289,7 +294,7 @@ def test_a_slow_collective_asks_for_the_transport_first() -> None:
     # as well as to the collectives' trace: the transport causes rank among its answers,
     # and the words alone confirm none of them
     rep = kb.diagnose(symptom="two-node NCCL training runs 8x slower than on one node")
-    below = {h.cause_id for h in rep.hypotheses if "nccl.hang=no_timeout" in (h.said or [])}
+    below = _below(rep, "nccl.hang=no_timeout")
     assert {"nccl.ib_fallback_tcp", "nccl.ethernet_sockets_expected", "nccl.gdr_disabled",
             "nccl.cross_node_bandwidth"} <= below
     assert "nccl.rank_desync_timeout" not in below
