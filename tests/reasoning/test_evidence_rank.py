@@ -278,3 +278,21 @@ def test_a_looser_threshold_on_the_same_reading_is_no_evidence_of_its_own() -> N
     hyp = {h.cause_id: h.evidence for h in kb.diagnose(inputs=[smi]).hypotheses}
     assert hyp["gpu_util.periodic_stalls"] <= hyp["gpu_util.no_gpu_in_use"]
     assert hyp["gpu_util.periodic_stalls"] <= hyp["gpu_util.dataloader_workers"]
+
+
+@pytest.mark.parametrize("text", [
+    "our TensorRT-LLM server on tritonserver with tensorrtllm_backend gives low throughput",
+    "vLLM runs out of memory when I start the server",
+])
+def test_an_engine_named_in_words_names_its_branch_not_a_cause(text: str) -> None:
+    # the engine is the job's setup (inference.engine), which the engine's own causes test as
+    # a condition; its name in the words is no evidence for one of them over the others
+    from kb.symptom_text import name_causes
+
+    kn = kb.load_knowledge()
+    assert not {c for c, words in name_causes(text, kn).items()
+                if any(w.lower() in ("vllm", "tensorrt-llm", "trtllm", "tritonserver",
+                                     "tensorrtllm_backend") for w in words)}
+    rep = kb.diagnose(symptom=text)
+    assert rep.findings == []
+    assert rep.hypotheses[0].branch in ("inference", "oom")
