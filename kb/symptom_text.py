@@ -964,9 +964,8 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         # or a device OOM message in a tool's own wording ("ResourceExhaustedError: OOM when
         # allocating tensor with shape[64,372,32,32] and type float", "CUDA error: out of
         # memory"), not said not to happen ("no CUDA error: out of memory since")
-        low = text.lower()
         hit = next((q for q in quoted_oom_messages(text)
-                    if not _NEG_BEFORE.search(low[max(0, q.start() - 28):q.start()])), None)
+                    if not _NEG_BEFORE.search(text[max(0, q.start() - 28):q.start()].lower())), None)
         if hit is not None:
             start = text.rfind("\n", 0, hit.start()) + 1
             end = text.find("\n", hit.end())
