@@ -957,20 +957,18 @@ def extract(text: str, kn: Knowledge | None = None, branch: str | None = None) -
         _set(facts, path, value)
     # a sized OOM message quoted in the words ("CUDA out of memory. Tried to allocate ...")
     # states its sizes as in a log: the numbers are the message's own, not a paraphrase
-    from kb.parsers.training_log.oom import quoted_oom_facts, quoted_oom_messages, sized_oom_facts
+    from kb.parsers.training_log.oom import quoted_oom_messages, quoted_oom_sizes, sized_oom_facts
 
     sized = sized_oom_facts(text)
-    if not sized:
-        # or a device OOM message in a tool's own wording ("ResourceExhaustedError: OOM when
-        # allocating tensor with shape[64,372,32,32] and type float", "CUDA error: out of
-        # memory"), not said not to happen ("no CUDA error: out of memory since")
-        hit = next((q for q in quoted_oom_messages(text)
-                    if not _NEG_BEFORE.search(text[max(0, q.start() - 28):q.start()].lower())), None)
-        if hit is not None:
-            start = text.rfind("\n", 0, hit.start()) + 1
-            end = text.find("\n", hit.end())
-            sized = quoted_oom_facts(text[start:end if end >= 0 else len(text)])
-    if sized:
+    # or a device OOM message in a tool's own wording ("ResourceExhaustedError: OOM when
+    # allocating tensor with shape[64,372,32,32] and type float", "CUDA error: out of memory"),
+    # not said not to happen ("no CUDA error: out of memory since")
+    quoted = None if sized else next(
+        (q for q in quoted_oom_messages(text)
+         if not _NEG_BEFORE.search(text[max(0, q.start() - 28):q.start()].lower())), None)
+    if quoted is not None:
+        sized = quoted_oom_sizes(quoted)
+    if sized or quoted is not None:
         _set(facts, "oom.occurred", True)
         for path, value in sized.items():
             _set(facts, path, value)

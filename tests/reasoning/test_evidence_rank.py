@@ -7,6 +7,7 @@ import pytest
 import kb
 from kb.engine import knowledge as knowledge_mod
 from kb.engine.diagnosis import Reasoner
+from kb.factpath import set_fact
 
 BARE_OOM = {"symptom": "oom", "oom": {"occurred": True}}
 
@@ -243,13 +244,9 @@ def test_a_risk_that_does_not_hold_says_nothing_against(cid: str, fact: str, op:
     branch = kn.causes[cid].branch
 
     def evidence(extra: dict) -> float:
-        facts = {"symptom": branch}
+        facts: dict = {"symptom": branch}
         for path, v in extra.items():
-            node = facts
-            *parents, leaf = path.split(".")
-            for p in parents:
-                node = node.setdefault(p, {})
-            node[leaf] = v
+            set_fact(facts, path, v)
         rep = kb.diagnose(facts)
         return next(h.evidence for h in rep.hypotheses if h.cause_id == cid)
 

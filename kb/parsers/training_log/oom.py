@@ -168,10 +168,13 @@ def quoted_oom_messages(text: str) -> list[re.Match[str]]:
     return [m for m in _OOM_BARE.finditer(text) if not _PROSE_OOM.fullmatch(m.group(0))]
 
 
-def quoted_oom_facts(line: str) -> dict[str, float | str]:
-    """``oom.occurred`` and the sizes a quoted device OOM message's line states (TensorFlow's
-    shape, Paddle's sizes)."""
-    return {"oom.occurred": True, **_size_facts(line, None, None)}
+def quoted_oom_sizes(message: re.Match[str]) -> dict[str, float | str]:
+    """The sizes (``oom.*`` fact paths) that the line of a quoted device OOM message (a match of
+    :func:`quoted_oom_messages`) states: TensorFlow's shape, Paddle's sizes; {} for the others."""
+    text = message.string
+    start = text.rfind("\n", 0, message.start()) + 1
+    end = text.find("\n", message.end())
+    return _size_facts(text[start:end if end >= 0 else len(text)], None, None)
 
 
 #: TensorFlow's "OOM when allocating tensor with shape[64,372,32,32] and type float" (op_kernel.cc;
